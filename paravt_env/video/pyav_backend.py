@@ -1,0 +1,181 @@
+"""PyAV (FFmpeg) backend: frame-exact seeking that decodes only what the requested frames depend on.
+
+Three things make it fast without giving up exactness:
+- one seek per group of picture (GOP) that holds a requested frame, then a forward decode;
+- packets of non-reference H.264/HEVC pictures that were not asked for are never sent to the decoder
+  (nothing else depends on them, so skipping them cannot change any other frame);
+- colour conversion and scaling happen in one swscale pass at the small target size.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import av
+import numpy as np
+
+from .errors import VideoDecodeError
+from .index import FrameIndex
+from .resize import resize_frame
+
+_H264_NON_REF_TYPES = frozenset({1, 5})  # slice NAL types whose nal_ref_idc tells reference-ness
+_HEVC_NON_REF_TYPES = frozenset({0, 2, 4, 6, 8, 10, 12, 14})  # sub-layer non-reference VCL NAL types
+
+
+def _nal_length_size(codec_name: str, extradata: bytes | None) -> int | None:
+    """Size of the NAL length prefix for length-prefixed (MP4/MKV) H.264/HEVC, None if not applicable."""
+    if not extradata:
+        return None
+    if codec_name == "h264" and len(extradata) > 4 and extradata[0] == 1:
+        return (extradata[4] & 0x03) + 1
+    if codec_name == "hevc" and len(extradata) > 21 and extradata[0] == 1:
+        return (extradata[21] & 0x03) + 1
+    return None
+
+
+def _is_disposable(data: bytes, codec_name: str, length_size: int) -> bool:
+    """True when every picture slice in the packet is a non-reference picture."""
+    i, n, saw_slice = 0, len(data), False
+    while i + length_size < n:
+        size = int.from_bytes(data[i : i + length_size], "big")
+        header = data[i + length_size]
+        i += length_size + size
+        if codec_name == "h264":
+            nal_type = header & 0x1F
+            if nal_type in _H264_NON_REF_TYPES:
+                saw_slice = True
+                if header >> 5:
+                    return False
+        else:
+            nal_type = (header >> 1) & 0x3F
+            if nal_type < 32:  # VCL
+                saw_slice = True
+                if nal_type not in _HEVC_NON_REF_TYPES:
+                    return False
+    return saw_slice
+
+
+def _open(path: str) -> tuple[av.container.InputContainer, av.video.stream.VideoStream]:
+    try:
+        container = av.open(path, metadata_errors="ignore")
+    except av.FFmpegError as exc:
+        raise VideoDecodeError(path, str(exc)) from exc
+    if not container.streams.video:
+        container.close()
+        raise VideoDecodeError(path, "no video stream")
+    return container, container.streams.video[0]
+
+
+def build_index(path: str) -> tuple[FrameIndex, dict]:
+    """Scan packet headers (no decoding) into a ``FrameIndex``; also return the stream's properties."""
+    container, stream = _open(path)
+    try:
+        pts, key = [], []
+        end_pts = None
+        try:
+            for packet in container.demux(stream):
+                if packet.pts is None or packet.size == 0:
+                    continue
+                pts.append(packet.pts)
+                key.append(bool(packet.is_keyframe))
+                if packet.duration:
+                    end_pts = max(end_pts or 0, packet.pts + packet.duration)
+        except av.FFmpegError as exc:
+            # A truncated tail still leaves usable frames; an unreadable head leaves none.
+            if not pts:
+                raise VideoDecodeError(path, str(exc)) from exc
+        if not pts:
+            raise VideoDecodeError(path, "the video stream holds no frames")
+        tb = float(stream.time_base)
+        index = FrameIndex.from_decode_order(pts, key, tb, end_pts)
+        ctx = stream.codec_context
+        props = {
+            "width": int(ctx.width),
+            "height": int(ctx.height),
+            "fps": float(stream.average_rate) if stream.average_rate else index.fps,
+            "codec": ctx.name,
+        }
+        if props["width"] <= 0 or props["height"] <= 0:
+            raise VideoDecodeError(path, "the video stream has no frame size")
+        return index, props
+    finally:
+        container.close()
+
+
+class PyAVHandle:
+    """One open file. Not thread-safe: the reader gives each thread its own handle."""
+
+    def __init__(self, path: str, index: FrameIndex) -> None:
+        self.path = path
+        self.index = index
+        self.container, self.stream = _open(path)
+        # Slice threads keep latency at one frame (frame threads would delay every seek's first output).
+        self.stream.thread_type = "SLICE"
+        ctx = self.stream.codec_context
+        self._codec = ctx.name
+        self._length_size = _nal_length_size(ctx.name, ctx.extradata)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.container.close()
+
+    def decode(self, wanted: np.ndarray, height: int, width: int) -> dict[int, np.ndarray]:
+        """Decode the frames with these presentation indices (sorted, unique) at height x width."""
+        with self._lock:
+            index = self.index
+            out: dict[int, np.ndarray] = {}
+            keyframes = np.flatnonzero(index.keyframe)
+            if keyframes.size == 0 or keyframes[0] != 0:
+                keyframes = np.concatenate([[0], keyframes])
+            # One seek per GOP that holds a requested frame, then decode forward within it.
+            gop = keyframes[np.searchsorted(keyframes, wanted, side="right") - 1]
+            for g in np.unique(gop):
+                group = [int(i) for i in wanted[gop == g]]
+                k = int(np.searchsorted(keyframes, g))
+                # If the decoder cannot reach the frames from their GOP's keyframe (open GOPs, a damaged
+                # index), back off one keyframe, then to the start of the stream.
+                for seek_idx in (int(g), int(keyframes[k - 1]) if k >= 1 else 0, 0):
+                    self._decode_from(int(index.pts[seek_idx]), group, out, height, width)
+                    group = [i for i in group if i not in out]
+                    if not group:
+                        break
+                if group:
+                    missing = ", ".join(f"{index.times[i]:.3f}s" for i in group[:3])
+                    raise VideoDecodeError(self.path, f"frames at {missing} could not be decoded")
+            return out
+
+    def _decode_from(
+        self, seek_pts: int, group: list[int], out: dict[int, np.ndarray], height: int, width: int
+    ) -> None:
+        """Seek, then decode forward until every frame of ``group`` is out or has been passed."""
+        container, stream = self.container, self.stream
+        pts = self.index.pts
+        wanted = {int(pts[i]): i for i in group}
+        last_wanted = max(wanted)
+        got_any = False
+        try:
+            container.seek(seek_pts, stream=stream, backward=True, any_frame=False)
+        except av.FFmpegError as exc:
+            raise VideoDecodeError(self.path, f"seek failed: {exc}") from exc
+        ctx = stream.codec_context
+        try:
+            for packet in container.demux(stream):
+                is_flush = packet.size == 0
+                if not is_flush and packet.pts not in wanted and not packet.is_keyframe and self._skippable(packet):
+                    continue
+                for frame in ctx.decode(None if is_flush else packet):
+                    i = wanted.pop(frame.pts, None)
+                    if i is not None:
+                        out[i] = resize_frame(frame, height, width)
+                        got_any = True
+                    if not wanted or (frame.pts is not None and frame.pts >= last_wanted):
+                        return
+        except av.FFmpegError as exc:
+            # A damaged tail: keep what was decoded; the caller reports frames still missing.
+            if not got_any:
+                raise VideoDecodeError(self.path, str(exc)) from exc
+
+    def _skippable(self, packet: av.Packet) -> bool:
+        if self._length_size is None:
+            return False
+        return _is_disposable(bytes(packet), self._codec, self._length_size)

@@ -1,0 +1,188 @@
+"""``open_video`` and ``VideoReader``: one object per video, safe to share between threads."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+from . import decord_backend, pyav_backend
+from .errors import VideoDecodeError
+from .frames import Frames
+from .index import FrameIndex
+from .resize import target_size
+
+BACKENDS = ("pyav", "decord")
+AUTO_BACKEND = "pyav"
+"""What ``backend="auto"`` picks: PyAV was the faster backend in benchmarks/bench_video.py (see README)."""
+
+DEFAULT_MIN_PIXELS = 784
+DEFAULT_MAX_PIXELS = 50176
+_MAX_IDLE_HANDLES = 8
+
+
+class _Handle(Protocol):
+    def decode(self, wanted: np.ndarray, height: int, width: int) -> dict[int, np.ndarray]: ...
+
+    def close(self) -> None: ...
+
+
+_MODULES = {"pyav": pyav_backend, "decord": decord_backend}
+_HANDLES = {"pyav": pyav_backend.PyAVHandle, "decord": decord_backend.DecordHandle}
+
+# Indexing scans the whole file; keep the result for files seen recently (a GRPO group reopens one video
+# many times). Keyed by the file's identity so an overwritten file is indexed anew.
+_INDEX_CACHE: OrderedDict[tuple, tuple[FrameIndex, dict]] = OrderedDict()
+_INDEX_CACHE_SIZE = 256
+_INDEX_LOCK = threading.Lock()
+
+
+def _file_key(path: str, backend: str) -> tuple:
+    st = os.stat(path)
+    return (os.path.realpath(path), st.st_size, st.st_mtime_ns, backend)
+
+
+def _indexed(path: str, backend: str) -> tuple[FrameIndex, dict]:
+    key = _file_key(path, backend)
+    with _INDEX_LOCK:
+        if key in _INDEX_CACHE:
+            _INDEX_CACHE.move_to_end(key)
+            return _INDEX_CACHE[key]
+    result = _MODULES[backend].build_index(path)
+    with _INDEX_LOCK:
+        _INDEX_CACHE[key] = result
+        while len(_INDEX_CACHE) > _INDEX_CACHE_SIZE:
+            _INDEX_CACHE.popitem(last=False)
+    return result
+
+
+def resolve_backend(backend: str) -> str:
+    if backend == "auto":
+        return AUTO_BACKEND
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown video backend {backend!r}; choose one of {('auto', *BACKENDS)}")
+    return backend
+
+
+class VideoReader:
+    """Random access to the frames of one video, by time.
+
+    Thread-safe: each concurrent call borrows its own decoder handle, so the crops of one turn decode in
+    parallel (FFmpeg releases the GIL while decoding).
+    """
+
+    def __init__(self, path: str | os.PathLike, backend: str = "auto") -> None:
+        self.path = os.fspath(path)
+        self.backend = resolve_backend(backend)
+        if not os.path.isfile(self.path):
+            raise FileNotFoundError(f"video file not found: {self.path!r}")
+        self.index, props = _indexed(self.path, self.backend)
+        self.width: int = props["width"]
+        self.height: int = props["height"]
+        self.fps: float = props["fps"]
+        self._idle: list[_Handle] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # --- properties -------------------------------------------------------------------------------------
+    @property
+    def duration(self) -> float:
+        """Length in seconds."""
+        return self.index.duration
+
+    @property
+    def num_frames(self) -> int:
+        return self.index.num_frames
+
+    def __repr__(self) -> str:
+        return (
+            f"VideoReader({self.path!r}, backend={self.backend!r}, duration={self.duration:.2f}s, "
+            f"fps={self.fps:.3f}, frames={self.num_frames}, size={self.width}x{self.height})"
+        )
+
+    # --- frames -----------------------------------------------------------------------------------------
+    def frames_at(
+        self,
+        times: Sequence[float] | np.ndarray,
+        tolerance: float = 0.0,
+        min_pixels: int | None = DEFAULT_MIN_PIXELS,
+        max_pixels: int | None = DEFAULT_MAX_PIXELS,
+    ) -> Frames:
+        """The frames shown at ``times`` (seconds; clamped to the video), resized by Qwen-VL's rule.
+
+        ``tolerance=0`` returns exactly the frame displayed at each time. A positive tolerance lets the
+        reader return the cheapest frame within +-tolerance (a keyframe, say); ``Frames.timestamps`` always
+        holds the true time of each returned frame. ``min_pixels=max_pixels=None`` keeps the native size.
+        """
+        times = np.atleast_1d(np.asarray(times, dtype=np.float64))
+        if tolerance < 0 or not np.isfinite(tolerance):
+            raise ValueError(f"tolerance must be a finite number >= 0, got {tolerance}")
+        return self.frames_by_index(self.index.select(times, tolerance), min_pixels, max_pixels)
+
+    def frames_by_index(
+        self,
+        indices: Sequence[int] | np.ndarray,
+        min_pixels: int | None = DEFAULT_MIN_PIXELS,
+        max_pixels: int | None = DEFAULT_MAX_PIXELS,
+    ) -> Frames:
+        """Frames by their number in presentation order (repeats allowed, order kept)."""
+        indices = np.clip(np.asarray(indices, dtype=np.int64).reshape(-1), 0, self.num_frames - 1)
+        height, width = target_size(self.height, self.width, min_pixels, max_pixels)
+        if indices.size == 0:
+            return Frames.empty(height, width)
+        wanted = np.unique(indices)
+        handle = self._borrow()
+        try:
+            decoded = handle.decode(wanted, height, width)
+        except BaseException:
+            # A handle that failed mid-decode may be in any state: do not reuse it.
+            handle.close()
+            raise
+        self._give_back(handle)
+        images = np.stack([decoded[int(i)] for i in indices])
+        return Frames(images=images, timestamps=self.index.times[indices].copy(), indices=indices)
+
+    # --- handles ----------------------------------------------------------------------------------------
+    def _borrow(self) -> _Handle:
+        if self._closed:
+            raise ValueError(f"I/O on a closed VideoReader ({self.path!r})")
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return _HANDLES[self.backend](self.path, self.index)
+
+    def _give_back(self, handle: _Handle) -> None:
+        with self._lock:
+            if not self._closed and len(self._idle) < _MAX_IDLE_HANDLES:
+                self._idle.append(handle)
+                return
+        handle.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for handle in idle:
+            handle.close()
+
+    def __enter__(self) -> VideoReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_video(path: str | os.PathLike, backend: str = "auto") -> VideoReader:
+    """Open a video for random access by time.
+
+    Raises ``FileNotFoundError`` naming a missing file and ``VideoDecodeError`` naming a file that is not a
+    decodable video. ``backend`` is "pyav", "decord" or "auto" (the faster one, measured: PyAV).
+    """
+    return VideoReader(path, backend=backend)
+
+
+__all__ = ["VideoReader", "open_video", "VideoDecodeError", "BACKENDS", "resolve_backend"]
