@@ -1,0 +1,1 @@
+"""Benchmarks: pytest-benchmark suites (``test_*.py`` here) and the reports built from them."""
