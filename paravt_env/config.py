@@ -1,0 +1,86 @@
+"""``EnvConfig``: every option of ``VideoToolEnv``, with the ParaVT defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .gating import FRAME_BUDGETS
+from .rewards import RewardConfig
+from .tools import DISPATCH_MODES, TOOL_RESULT_MODES
+
+PROMPT_MODES = ("agentic", "agentic_minimal", "reasoning", "direct")
+
+
+@dataclass
+class EnvConfig:
+    """Options of ``VideoToolEnv`` (names as accepted by ``gymnasium.make("ParaVT/VideoTool-v0", ...)``)."""
+
+    dispatch: str = "parallel"
+    """"parallel": all crops of a turn run concurrently (ParaVT); "sequential": one crop per turn."""
+    max_parallel: int = 5
+    """Most crops executed in one turn (ParaVT: 5); extra calls are rejected with feedback."""
+    max_turns: int = 3
+    """Most agent turns per episode (ParaVT: 3); the last one must answer."""
+    frame_budget: int = 64
+    """Overview frames K when gating is off (ParaVT eval: 64)."""
+    nframes_gating: bool = False
+    """PARA-GRPO's nFrames Gating: draw K per (sample, epoch, seed) from ``gating_choices``."""
+    gating_choices: tuple[int, ...] = FRAME_BUDGETS
+    """The budgets gating draws from uniformly (paper: {4, 8, 16, 32, 64})."""
+    seed: int = 0
+    """The env's seed in the gating hash; rollouts of one group must share it (``reset(seed=...)`` does not
+    change K, it only seeds the env's own random choices)."""
+    tool_result: str = "frames"
+    """"frames": crop frames go back to the main agent (released eval driver); "subagent": each crop goes
+    to ``subagent`` and its text summary comes back (released RL workflow)."""
+    subagent: Any = None
+    """Callable ``SubAgentRequest -> str`` (or an object with ``batch``) for "subagent" mode."""
+    crop_fps: float = 1.0
+    """Frames per second of crop window (ParaVT: 1.0)."""
+    crop_max_frames: int = 16
+    """Most frames one crop returns (ParaVT: 16)."""
+    min_pixels: int = 784
+    """Pixel budget of every frame, lower bound (Qwen-VL rule; ParaVT: 784 = 28 x 28)."""
+    max_pixels: int = 50176
+    """Pixel budget of every frame, upper bound (ParaVT: 50176 = 64 visual tokens)."""
+    prompt_mode: str = "agentic"
+    """System prompt: "agentic", "agentic_minimal", "reasoning" (think -> answer) or "direct"."""
+    reward: RewardConfig = field(default_factory=RewardConfig.paravt)
+    """Reward preset; default reproduces the released PARA-GRPO reward."""
+    backend: str = "auto"
+    """Video decoder: "pyav", "decord" or "auto"."""
+    overview_tolerance: float | None = None
+    """Seconds an overview frame may stray from its segment centre (None: half the interval)."""
+    max_action_chars: int = 32768
+    """Longer turns are truncated before parsing (and the truncation is reported in feedback)."""
+    force_final_answer: bool = True
+    """On the last turn, the feedback asks for the final answer in the question type's format."""
+
+    def __post_init__(self) -> None:
+        if self.dispatch not in DISPATCH_MODES:
+            raise ValueError(f"EnvConfig.dispatch must be one of {DISPATCH_MODES}, got {self.dispatch!r}")
+        if self.tool_result not in TOOL_RESULT_MODES:
+            raise ValueError(f"EnvConfig.tool_result must be one of {TOOL_RESULT_MODES}, got {self.tool_result!r}")
+        if self.prompt_mode not in PROMPT_MODES:
+            raise ValueError(f"EnvConfig.prompt_mode must be one of {PROMPT_MODES}, got {self.prompt_mode!r}")
+        for name in ("max_parallel", "max_turns", "frame_budget", "crop_max_frames", "max_action_chars"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"EnvConfig.{name} must be >= 1, got {getattr(self, name)!r}")
+        if not self.gating_choices or any(int(k) < 1 for k in self.gating_choices):
+            raise ValueError(f"EnvConfig.gating_choices must be positive budgets, got {self.gating_choices!r}")
+        if not self.crop_fps > 0:
+            raise ValueError(f"EnvConfig.crop_fps must be > 0, got {self.crop_fps!r}")
+        if self.min_pixels > self.max_pixels:
+            raise ValueError(f"EnvConfig.min_pixels ({self.min_pixels}) exceeds max_pixels ({self.max_pixels})")
+        if self.tool_result == "subagent" and self.subagent is None:
+            raise ValueError('EnvConfig.tool_result="subagent" needs EnvConfig.subagent (a callable)')
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> EnvConfig:
+        """Build from keyword options; an unknown option is an error that names it."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(kwargs) - known)
+        if unknown:
+            raise TypeError(f"unknown VideoToolEnv option(s) {unknown}; known: {sorted(known)}")
+        return cls(**kwargs)

@@ -1,0 +1,360 @@
+"""``VideoToolEnv``: a video LMM answers a question about a long video, cropping it with parallel tool calls.
+
+One episode = one question. ``reset`` shows the system prompt, the question and K overview frames; each
+``step`` takes the agent's whole turn as text. Tool calls in the turn are executed (concurrently in
+"parallel" dispatch) and their results come back as the next observation; an answer, or a turn with no tool
+call, ends the episode, which is then scored with ``compute_reward``. No action string can make ``step``
+raise: malformed output becomes feedback and is scored.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import warnings
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from .config import EnvConfig
+from .contact_sheet import contact_sheet
+from .data import VideoQASample, load_samples
+from .gating import gated_frame_budget
+from .protocol import parse_response, system_prompt
+from .protocol.markers import frames_block
+from .rewards import compute_reward, extract_answer
+from .spaces import AnyText, FrameBatch, Timestamps
+from .timing import StepTiming
+from .tools import CropSettings, render_tool_responses, run_tool_calls
+from .video import Frames, VideoDecodeError, VideoReader, open_video, sample_overview
+
+logger = logging.getLogger(__name__)
+
+MAX_TEXT_CHARS = 1 << 22
+"""Upper bound of an observation's text (a question with full subtitles fits)."""
+
+RESET_OPTIONS = frozenset({"index", "sample", "epoch", "frame_budget"})
+
+ANSWER_FORMATS = {
+    "mcq": "Answer with the letter of the correct option only, e.g. <answer>B</answer>.",
+    "tvg": "Answer with the time span in seconds as [start, end], e.g. <answer>[12.0, 18.5]</answer>.",
+    "oe": "Answer with a short phrase, e.g. <answer>a red circle</answer>.",
+}
+
+
+def _as_samples(samples: Any, video_root: str | None) -> list[VideoQASample]:
+    if isinstance(samples, (str, os.PathLike)):
+        return load_samples(samples, video_root=video_root)
+    if isinstance(samples, VideoQASample):
+        return [samples]
+    if isinstance(samples, Sequence):
+        return [s if isinstance(s, VideoQASample) else VideoQASample.from_dict(dict(s)) for s in samples]
+    raise TypeError(f"samples must be a path, a VideoQASample or a list of them, got {type(samples).__name__}")
+
+
+class VideoToolEnv(gym.Env[dict, str]):
+    """Agentic long-video QA with a ``crop_video`` tool that can be called several times in one turn.
+
+    Observation (``dict``): ``text`` (str: what the agent reads next; each frame appears in it as
+    ``<t seconds><image>``), ``frames`` (uint8 N x H x W x 3, in the order of the placeholders) and
+    ``timestamps`` (float64 N, each frame's true time in seconds).
+
+    Action (``str``): the agent's whole turn, e.g. ``<think>...</think>`` followed by one or more
+    ``<tool_call>{"name": "crop_video", "arguments": {"start_time": 10, "end_time": 20}}</tool_call>``
+    blocks, or an ``<answer>...</answer>``.
+
+    Reward: 0 until the episode ends, then ``compute_reward`` over everything the agent wrote, with
+    ``info["reward_breakdown"]`` = {accuracy, format, tool, total}.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
+
+    def __init__(
+        self,
+        samples: Any,
+        config: EnvConfig | None = None,
+        *,
+        render_mode: str | None = None,
+        video_root: str | None = None,
+        **options: Any,
+    ) -> None:
+        if config is not None and options:
+            raise TypeError(f"pass options either in config or as keywords, not both (got {sorted(options)})")
+        self.config = config if config is not None else EnvConfig.from_kwargs(**options)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.samples = _as_samples(samples, video_root)
+        if not self.samples:
+            raise ValueError("VideoToolEnv needs at least one sample")
+        cfg = self.config
+        max_k = max(cfg.frame_budget, *cfg.gating_choices)
+        max_frames = max(max_k, cfg.max_parallel * cfg.crop_max_frames)
+        self.observation_space = spaces.Dict(
+            {
+                "text": AnyText(MAX_TEXT_CHARS),
+                "frames": FrameBatch(max_frames, cfg.max_pixels),
+                "timestamps": Timestamps(max_frames),
+            }
+        )
+        self.action_space = AnyText(MAX_TEXT_CHARS)
+        self.crop_settings = CropSettings(
+            fps=cfg.crop_fps, max_frames=cfg.crop_max_frames, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels
+        )
+        self.skipped_samples = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._readers: dict[str, VideoReader] = {}
+        self._sample: VideoQASample | None = None
+        self._reader: VideoReader | None = None
+        self._turn_texts: list[str] = []
+        self._seen: list[Frames] = []
+        self._done = True
+        self.frame_budget = cfg.frame_budget
+        self._executed_calls = 0
+
+    # --- episode ----------------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        super().reset(seed=seed)
+        t0 = time.perf_counter()
+        options = dict(options or {})
+        unknown = sorted(set(options) - RESET_OPTIONS)
+        if unknown:
+            raise ValueError(f"unknown reset option(s) {unknown}; known: {sorted(RESET_OPTIONS)}")
+        epoch = int(options.get("epoch", 0))
+        sample, reader = self._pick(options)
+        cfg = self.config
+        if options.get("frame_budget") is not None:
+            k = int(options["frame_budget"])
+            if k < 1:
+                raise ValueError(f"reset option frame_budget must be >= 1, got {k}")
+        elif cfg.nframes_gating:
+            k = gated_frame_budget(sample.id, epoch, cfg.seed, cfg.gating_choices)
+        else:
+            k = cfg.frame_budget
+        t_dec = time.perf_counter()
+        overview = sample_overview(
+            reader, k, tolerance=cfg.overview_tolerance, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels
+        )
+        decode_s = time.perf_counter() - t_dec
+
+        self._sample, self._reader, self.frame_budget, self.epoch = sample, reader, k, epoch
+        self._turn_texts, self._seen, self._done = [], [overview], False
+        self._executed_calls = 0
+        system = system_prompt(cfg.prompt_mode)
+        user = self._user_prompt(sample, reader, overview)
+        obs = self._obs(f"{system}\n\n{user}", overview)
+        info = {
+            "turn": 0,
+            "frame_budget": k,
+            "epoch": epoch,
+            "sample_id": sample.id,
+            "question_type": sample.question_type,
+            "duration": reader.duration,
+            "system_prompt": system,
+            "user_prompt": user,
+            "timing": StepTiming(decode_s=decode_s, total_s=time.perf_counter() - t0),
+        }
+        return obs, info
+
+    def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
+        if self._done:
+            raise RuntimeError("the episode is over (or never began): call reset() before step()")
+        t0 = time.perf_counter()
+        cfg = self.config
+        text, notes = self._coerce(action)
+        self._turn_texts.append(text)
+        turn = len(self._turn_texts)
+        parsed = parse_response(text)
+        calls = list(parsed.tool_calls)
+        answered = parsed.answer is not None
+        last_turn = turn >= cfg.max_turns
+
+        counts = {"requested": len(calls), "executed": 0, "rejected": 0, "failed": 0}
+        timing = StepTiming()
+        feedback, frames = "", Frames.empty()
+        terminated = truncated = False
+        if answered or not calls:
+            terminated = True
+            counts["rejected"] = len(calls)  # an answer ends the episode; calls beside it never run
+        elif last_turn:
+            truncated = True
+            counts["rejected"] = len(calls)
+        else:
+            report = run_tool_calls(
+                calls,
+                reader=self._reader,
+                video_path=self._sample.video_path,
+                settings=self.crop_settings,
+                pool=self._executor(),
+                mode=cfg.dispatch,
+                max_parallel=cfg.max_parallel,
+                tool_result=cfg.tool_result,
+                subagent=cfg.subagent,
+                question=self._sample.question_with_options(),
+            )
+            for status in ("executed", "rejected", "failed"):
+                counts[status] = report.count(status)
+            self._executed_calls += counts["executed"]
+            feedback, frames = render_tool_responses(report, cfg.tool_result)
+            feedback = "\n".join([*notes, feedback, self._turn_prompt(turn)])
+            self._seen.append(frames)
+            timing = StepTiming(decode_s=report.decode_s, subagent_s=report.subagent_s, tool_wall_s=report.wall_s)
+
+        info: dict[str, Any] = {
+            "turn": turn,
+            "frame_budget": self.frame_budget,
+            "tool_calls": counts,
+            "parse_problems": list(parsed.problems),
+            "action_truncated": bool(notes),
+        }
+        reward = 0.0
+        if terminated or truncated:
+            self._done = True
+            breakdown = self._score()
+            reward = float(breakdown.total)
+            info["reward_breakdown"] = breakdown.as_dict()
+            info["prediction"] = extract_answer(self.agent_text)
+            info["ground_truth"] = self._sample.answer
+            info["executed_tool_calls"] = self._executed_calls
+        info["timing"] = StepTiming(
+            decode_s=timing.decode_s,
+            subagent_s=timing.subagent_s,
+            tool_wall_s=timing.tool_wall_s,
+            total_s=time.perf_counter() - t0,
+        )
+        return self._obs(feedback, frames), reward, terminated, truncated, info
+
+    # --- pieces -----------------------------------------------------------------------------------------
+    def _pick(self, options: dict[str, Any]) -> tuple[VideoQASample, VideoReader]:
+        """The episode's sample and an open reader for it.
+
+        A sample the caller named must open, or reset raises. A sample the env picked at random is skipped
+        with a warning if its video is missing or corrupt (counted in ``skipped_samples``).
+        """
+        if "sample" in options:
+            sample = options["sample"]
+            if isinstance(sample, dict):
+                sample = VideoQASample.from_dict(sample)
+            if not isinstance(sample, VideoQASample):
+                raise TypeError(f"reset option 'sample' must be a VideoQASample, got {type(sample).__name__}")
+            return sample, self._open(sample)
+        if "index" in options:
+            i = int(options["index"])
+            if not 0 <= i < len(self.samples):
+                raise IndexError(f"reset option index={i} is outside the {len(self.samples)} samples")
+            return self.samples[i], self._open(self.samples[i])
+        start = int(self.np_random.integers(len(self.samples)))
+        for offset in range(len(self.samples)):
+            sample = self.samples[(start + offset) % len(self.samples)]
+            try:
+                return sample, self._open(sample)
+            except (FileNotFoundError, VideoDecodeError) as exc:
+                self.skipped_samples += 1
+                warnings.warn(f"skipping sample {sample.id!r}: {exc} ({self.skipped_samples} skipped so far)", stacklevel=3)
+        raise VideoDecodeError(str(self.samples[start].video_path), "no sample of this env has a readable video")
+
+    def _open(self, sample: VideoQASample) -> VideoReader:
+        reader = self._readers.get(sample.video_path)
+        if reader is None:
+            reader = open_video(sample.video_path, backend=self.config.backend)
+            if len(self._readers) >= 16:  # keep a few readers (GRPO groups revisit videos), not all of them
+                self._readers.pop(next(iter(self._readers))).close()
+            self._readers[sample.video_path] = reader
+        return reader
+
+    def _user_prompt(self, sample: VideoQASample, reader: VideoReader, overview: Frames) -> str:
+        cfg = self.config
+        lines = [
+            f"The video lasts {reader.duration:.1f} seconds. Here are {len(overview)} frames sampled uniformly "
+            "from it, each tagged with its time:",
+            frames_block(overview.timestamps),
+            f"Question: {sample.question_with_options()}",
+        ]
+        if cfg.prompt_mode.startswith("agentic"):
+            lines.append(
+                f"You may call crop_video to look closer, several times in one turn (up to {cfg.max_parallel} "
+                f"calls, {cfg.max_turns} turns in all)."
+            )
+        lines.append(ANSWER_FORMATS[sample.question_type])
+        return "\n".join(lines)
+
+    def _turn_prompt(self, turn: int) -> str:
+        remaining = self.config.max_turns - turn
+        if remaining <= 1 and self.config.force_final_answer:
+            return "This is your last turn: no more tool calls. " + ANSWER_FORMATS[self._sample.question_type]
+        return f"You have {remaining} turns left. Call crop_video again or give your final answer."
+
+    def _coerce(self, action: Any) -> tuple[str, list[str]]:
+        """Any action becomes a bounded string; what was changed is told to the agent."""
+        notes = []
+        if isinstance(action, bytes):
+            action = action.decode("utf-8", errors="replace")
+        elif not isinstance(action, str):
+            action = str(action)
+        limit = self.config.max_action_chars
+        if len(action) > limit:
+            notes.append(f"note: your turn was {len(action)} characters long; only the first {limit} were read.")
+            action = action[:limit]
+        return action, notes
+
+    def _score(self):
+        # The release scores the concatenation of the generated tokens of every turn (no separator).
+        completion = "".join(self._turn_texts)
+        return compute_reward(
+            completion,
+            self._sample.answer,
+            self._sample.question_type,
+            self.config.reward,
+            executed_tool_calls=self._executed_calls,
+        )
+
+    def _obs(self, text: str, frames: Frames) -> dict[str, Any]:
+        # Fresh arrays every call: users keep observations, and cached overviews are shared and read-only.
+        return {
+            "text": text[:MAX_TEXT_CHARS],
+            "frames": np.array(frames.images, dtype=np.uint8, copy=True),
+            "timestamps": np.array(frames.timestamps, dtype=np.float64, copy=True),
+        }
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.config.max_parallel, thread_name_prefix="crop")
+        return self._pool
+
+    # --- gymnasium API ----------------------------------------------------------------------------------
+    @property
+    def sample(self) -> VideoQASample | None:
+        """The current episode's sample."""
+        return self._sample
+
+    @property
+    def agent_text(self) -> str:
+        """Everything the agent wrote this episode (what the reward scores)."""
+        return "".join(self._turn_texts)
+
+    def render(self) -> np.ndarray | None:
+        """RGB contact sheet of every frame the agent has seen this episode, captioned with its time."""
+        if self.render_mode != "rgb_array":
+            return None
+        images, captions = [], []
+        for part, batch in enumerate(self._seen):
+            for img, t in zip(batch.images, batch.timestamps, strict=True):
+                images.append(img)
+                captions.append(f"{t:.1f}s" if part == 0 else f"#{part} {t:.1f}s")
+        if not images:
+            return np.zeros((64, 64, 3), dtype=np.uint8)
+        return contact_sheet(images, captions)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        for reader in self._readers.values():
+            reader.close()
+        self._readers.clear()
+        super().close()

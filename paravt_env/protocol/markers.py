@@ -1,0 +1,26 @@
+"""How frames appear inside the text the agent reads.
+
+Every frame is written as its true timestamp followed by one image placeholder, e.g. ``<12.3 seconds><image>``.
+A policy splits the text at the placeholders and puts the frames there, in order, through its own
+processor; the number of placeholders in an observation's text always equals its number of frames.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+IMAGE_PLACEHOLDER = "<image>"
+
+
+def frame_marker(seconds: float) -> str:
+    """The time tag in front of a frame (Qwen-VL style ``<t seconds>``, one decimal)."""
+    return f"<{seconds:.1f} seconds>"
+
+
+def frames_block(timestamps: Iterable[float]) -> str:
+    """One line per frame: its time tag and its placeholder."""
+    return "\n".join(f"{frame_marker(t)}{IMAGE_PLACEHOLDER}" for t in timestamps)
+
+
+def count_placeholders(text: str) -> int:
+    return text.count(IMAGE_PLACEHOLDER)

@@ -1,0 +1,130 @@
+"""Run the tool calls of one turn: all of them concurrently ("parallel"), or one per turn ("sequential").
+
+Parallel dispatch is the point of ParaVT: the crops of one turn decode side by side in a thread pool (FFmpeg
+releases the GIL), and in "subagent" mode their summaries are generated concurrently too. Sequential dispatch
+is the baseline it is measured against: one crop per turn, the rest rejected with feedback saying so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+
+from ..video import VideoReader
+from .crop import CropRequest, CropResult, CropSettings, ToolCallLike, execute_crop, validate_crop
+from .subagent import BatchSubAgent, SubAgent, SubAgentRequest, clean_summary
+
+DISPATCH_MODES = ("parallel", "sequential")
+TOOL_RESULT_MODES = ("frames", "subagent")
+
+
+@dataclass
+class TurnToolReport:
+    """Everything one turn's tool phase did, in call order."""
+
+    results: list[CropResult]
+    decode_s: float = 0.0
+    subagent_s: float = 0.0
+    wall_s: float = 0.0
+
+    def count(self, status: str) -> int:
+        return sum(1 for r in self.results if r.status == status)
+
+
+def _plan(
+    calls: Sequence[ToolCallLike], mode: str, max_parallel: int, duration: float, video_path: str
+) -> list[CropResult]:
+    """Decide, per call, whether it runs: validation, then the dispatch mode's limit."""
+    limit = 1 if mode == "sequential" else max_parallel
+    results = []
+    for i, call in enumerate(calls):
+        if i >= limit:
+            reason = (
+                "not executed: sequential dispatch runs one crop per turn; request it again in your next turn"
+                if mode == "sequential"
+                else f"not executed: at most {max_parallel} crops run per turn"
+            )
+            results.append(CropResult(call_index=i, request=None, error=reason, status="rejected"))
+            continue
+        checked = validate_crop(call, duration, video_path)
+        if isinstance(checked, CropRequest):
+            results.append(CropResult(call_index=i, request=checked))
+        else:
+            results.append(CropResult(call_index=i, request=None, error=checked, status="rejected"))
+    return results
+
+
+def run_tool_calls(
+    calls: Sequence[ToolCallLike],
+    *,
+    reader: VideoReader,
+    video_path: str,
+    settings: CropSettings,
+    pool: Executor,
+    mode: str = "parallel",
+    max_parallel: int = 5,
+    tool_result: str = "frames",
+    subagent: SubAgent | BatchSubAgent | None = None,
+    question: str = "",
+) -> TurnToolReport:
+    """Validate and execute one turn's calls. Never raises for a bad call: it becomes a result with an error."""
+    if mode not in DISPATCH_MODES:
+        raise ValueError(f"dispatch must be one of {DISPATCH_MODES}, got {mode!r}")
+    if tool_result not in TOOL_RESULT_MODES:
+        raise ValueError(f"tool_result must be one of {TOOL_RESULT_MODES}, got {tool_result!r}")
+    if tool_result == "subagent" and subagent is None:
+        raise ValueError('tool_result="subagent" needs a sub-agent callable (EnvConfig.subagent)')
+    t0 = time.perf_counter()
+    results = _plan(calls, mode, max_parallel, reader.duration, video_path)
+    runnable = [r for r in results if r.status == "executed"]
+
+    def decode(result: CropResult) -> None:
+        try:
+            result.frames, result.decode_s = execute_crop(reader, result.request, settings)
+        except Exception as exc:  # a decode failure is feedback for the agent, not a crash
+            result.status, result.error = "failed", f"decoding failed: {exc}"
+
+    # list() waits for every crop and re-raises nothing (decode() catches what a crop can throw).
+    list(pool.map(decode, runnable))
+    decode_s = sum(r.decode_s for r in runnable)
+
+    subagent_s = 0.0
+    if tool_result == "subagent":
+        done = [r for r in runnable if r.status == "executed"]
+        requests = [SubAgentRequest(question, r.request.start, r.request.end, r.frames) for r in done]
+        t_sub = time.perf_counter()
+        _summarise(subagent, requests, done, pool)
+        subagent_s = time.perf_counter() - t_sub
+    return TurnToolReport(results, decode_s=decode_s, subagent_s=subagent_s, wall_s=time.perf_counter() - t0)
+
+
+def _summarise(
+    subagent: SubAgent | BatchSubAgent, requests: list[SubAgentRequest], done: list[CropResult], pool: Executor
+) -> None:
+    if not requests:
+        return
+    if isinstance(subagent, BatchSubAgent):
+        try:
+            replies = list(subagent.batch(requests))
+            if len(replies) != len(requests):
+                raise ValueError(f"sub-agent returned {len(replies)} summaries for {len(requests)} crops")
+        except Exception as exc:
+            for r in done:
+                r.status, r.error = "failed", f"sub-agent failed: {exc}"
+            return
+        for r, reply in zip(done, replies, strict=True):
+            r.summary = clean_summary(reply)
+        return
+
+    def one(pair: tuple[CropResult, SubAgentRequest]) -> None:
+        result, request = pair
+        t = time.perf_counter()
+        try:
+            result.summary = clean_summary(subagent(request))
+        except Exception as exc:  # one failing sub-agent must not sink the turn
+            result.status, result.error = "failed", f"sub-agent failed: {exc}"
+        result.subagent_s = time.perf_counter() - t
+
+    list(pool.map(one, zip(done, requests, strict=True)))
