@@ -61,7 +61,9 @@ class VideoQASample:
             raise ValueError(f"VideoQASample: unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
         missing = {"id", "video_path", "question", "answer"} - set(row)
         if missing:
-            raise ValueError(f"VideoQASample: missing field(s) {sorted(missing)} in row with id={row.get('id')!r}")
+            raise ValueError(
+                f"VideoQASample: missing field(s) {sorted(missing)} in row with id={row.get('id')!r}"
+            )
         return cls(**row)
 
     def question_with_options(self) -> str:
