@@ -39,7 +39,7 @@ QUESTION_KINDS = ("mcq_colour", "mcq_shape", "mcq_order", "mcq_count", "oe_colou
 
 @dataclass
 class SynthConfig:
-    """Settings of a synthetic dataset. Same settings and seed give byte-identical output."""
+    """Settings of a synthetic dataset. Same settings and seed give identical samples and pixels."""
 
     n: int = 16
     """Number of videos (one question each)."""
@@ -168,6 +168,8 @@ def _render_video(
         stream.codec_context.gop_size = max(1, int(round(cfg.gop_seconds * fps)))
         # Deterministic encoder output: fixed settings, no wall-clock metadata.
         stream.options = {"preset": "veryfast", "crf": str(cfg.crf), "threads": "1"}
+        stream.codec_context.thread_count = 1
+        stream.codec_context.thread_type = "NONE"
         container.metadata.clear()
         for f in range(n_frames):
             t = f / fps
@@ -187,8 +189,9 @@ def _render_video(
                 if nd.start <= t < nd.end:
                     region = frame[nd.y : nd.y + nd.side, nd.x : nd.x + nd.side]
                     region[masks[id(nd)]] = PALETTE[nd.colour]
-            image = np.clip(frame, 0, 255).astype(np.uint8)
-            for packet in stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")):
+            image = av.VideoFrame.from_ndarray(np.clip(frame, 0, 255).astype(np.uint8), format="rgb24")
+            image.pts = f  # explicit timestamps: the encoder's output must not depend on how it guesses them
+            for packet in stream.encode(image):
                 container.mux(packet)
         for packet in stream.encode():
             container.mux(packet)
@@ -302,7 +305,8 @@ def make_sample(index: int, out_dir: Path, cfg: SynthConfig, write_video: bool =
         extra={
             "kind": kind,
             "relevant_events": [events[needles.index(nd)].label for nd in about],
-            "generator": asdict(cfg),
+            # JSON-normalised (tuples become lists) so a sample equals itself read back from samples.jsonl.
+            "generator": json.loads(json.dumps(asdict(cfg))),
         },
     )
 

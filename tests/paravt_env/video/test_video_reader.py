@@ -1,6 +1,7 @@
 """Exact seeking on both backends, on videos whose frames show their own index (B-frames on)."""
 
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,7 +150,7 @@ def test_missing_and_corrupt_files_are_named(tmp_path, backend):
 
 
 def test_truncated_video_still_serves_its_frames(index_video, tmp_path):
-    data = open(index_video, "rb").read()
+    data = Path(index_video).read_bytes()
     cut = tmp_path / "cut.mp4"
     cut.write_bytes(data[: len(data) * 2 // 3])
     try:
