@@ -1,20 +1,26 @@
-"""``paravt synth``: write a synthetic needle-video QA set (videos + samples.jsonl)."""
+"""``paravt synth``: write a synthetic needle-video QA set (h264 videos + samples.jsonl), deterministic in --seed."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
-    p.add_argument("--out", required=True, help="output directory (created if absent; existing videos are reused)")
-    p.add_argument("--n", type=int, default=16, help="number of videos / questions (default 16)")
+    p.add_argument(
+        "--out", required=True, help="output directory (created if absent; videos already there are kept)"
+    )
+    p.add_argument("--n", type=int, default=16, help="number of videos (default 16)")
     p.add_argument("--seed", type=int, default=0, help="master seed: same seed, same bytes (default 0)")
     p.add_argument("--min-duration", type=float, default=60.0, help="shortest video in seconds (default 60)")
     p.add_argument("--max-duration", type=float, default=600.0, help="longest video in seconds (default 600)")
     p.add_argument("--fps", type=int, default=2, help="frames per second (default 2)")
-    p.add_argument("--size", type=int, default=224, help="frame side in pixels (default 224)")
+    p.add_argument("--size", type=int, default=224, help="frame side in pixels, even (default 224)")
+    p.add_argument("--questions-per-video", type=int, default=1, help="questions per video (default 1)")
+    p.add_argument("--crf", type=int, default=None, help="x264 quality, higher = smaller (default 33)")
+    p.add_argument("--workers", type=int, default=1, help="videos encoded in parallel processes (default 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -22,6 +28,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from paravt_env.data.synthetic import SynthConfig, generate_dataset
 
+    extra = {} if args.crf is None else {"crf": args.crf}
     config = SynthConfig(
         n=args.n,
         seed=args.seed,
@@ -29,15 +36,19 @@ def run(args: argparse.Namespace) -> int:
         max_duration=args.max_duration,
         fps=args.fps,
         size=args.size,
+        questions_per_video=args.questions_per_video,
+        **extra,
     )
-    samples = generate_dataset(args.out, config, progress=not args.no_progress)
+    samples = generate_dataset(args.out, config, progress=not args.no_progress, workers=args.workers)
     kinds: dict[str, int] = {}
     for s in samples:
         kinds[s.question_type] = kinds.get(s.question_type, 0) + 1
-    total = sum(s.duration or 0 for s in samples)
+    videos = {s.video_path: s.duration or 0.0 for s in samples}
+    size_mb = sum(Path(p).stat().st_size for p in videos) / 1e6
     print(
-        f"wrote {len(samples)} videos ({total / 60:.1f} min in all) and {args.out}/samples.jsonl "
-        f"(question types: {', '.join(f'{k}={v}' for k, v in sorted(kinds.items()))})",
+        f"wrote {len(videos)} videos ({sum(videos.values()) / 60:.1f} min, {size_mb:.1f} MB) and "
+        f"{len(samples)} questions to {Path(args.out) / 'samples.jsonl'} "
+        f"({', '.join(f'{k}={v}' for k, v in sorted(kinds.items()))})",
         file=sys.stdout,
     )
     return 0

@@ -1,8 +1,15 @@
-"""Data: ``VideoQASample``, loaders for the formats people already have, and synthetic needle videos."""
+"""Data: ``VideoQASample``, loaders for the formats people already have, and synthetic needle videos.
 
-from .loaders import FORMATS, DataFormatError, detect_format, load_samples
+``load_samples(path, video_root=None)`` reads our JSONL, the released ParaVT RL parquet and the annotation
+files of Video-MME, LongVideoBench, LVBench, MLVU, MMVU and Charades-STA. ``generate_dataset`` (the
+``paravt synth`` command) writes long synthetic videos with short coloured events and questions about
+them; ``make_index_video`` / ``decode_index`` make videos whose frames show their own index (seek tests).
+"""
+
+from .formats import DataFormatError
+from .loaders import FORMATS, detect_format, load_samples
 from .sample import QUESTION_TYPES, Event, VideoQASample
-from .synthetic import SynthConfig, generate_dataset
+from .synthetic import SynthConfig, decode_index, generate_dataset, make_index_video
 
 __all__ = [
     "FORMATS",
@@ -11,7 +18,9 @@ __all__ = [
     "Event",
     "SynthConfig",
     "VideoQASample",
+    "decode_index",
     "detect_format",
     "generate_dataset",
     "load_samples",
+    "make_index_video",
 ]

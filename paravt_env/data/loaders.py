@@ -1,354 +1,105 @@
 """``load_samples``: read the QA data people already have into ``VideoQASample`` lists.
 
-Detected formats (``format="auto"``):
+Formats (``format="auto"`` tells them apart by file type and keys; see ``paravt_env/data/formats/``):
 
-- ``jsonl``: our own rows (``VideoQASample`` fields), or a directory holding ``samples.jsonl``;
-- ``paravt``: the released ParaVT RL parquet (``prompt`` = role/content list with a ``<video>`` placeholder,
-  ``videos`` = ``[{"video": relative path}]``, ``extra_info`` = JSON with ``answer`` and ``question_type``);
-- lmms-eval style annotation files of ``videomme``, ``longvideobench``, ``lvbench``, ``mlvu``, ``mmvu`` and
-  ``charades_sta`` (JSON, JSONL or parquet; Charades-STA also in its original ``.txt`` form).
+- ``jsonl``: our own rows (``VideoQASample`` fields; what ``paravt synth`` writes), or a directory holding
+  ``samples.jsonl``;
+- ``paravt``: the released ParaVT RL parquet (``prompt`` with a ``<video>`` placeholder, ``videos``,
+  ``extra_info`` with ``answer`` and ``question_type``);
+- the annotation files of ``videomme``, ``longvideobench``, ``lvbench``, ``mlvu``, ``mmvu`` and
+  ``charades_sta``, as lmms-eval reads them (parquet / JSON) and as the benchmarks released them (JSON,
+  JSONL, Charades-STA's ``.txt``).
 
-Relative video paths resolve against ``video_root`` (default: the annotation file's directory). Rows whose
-video is missing are skipped with one warning that counts them (``strict=True`` raises instead).
+Relative video paths resolve against ``video_root``, or else against the annotation file's folder and its
+parent; each benchmark's usual layout is tried (``data/<videoID>.mp4`` for Video-MME, ``videos/`` for
+LongVideoBench, ``Charades_v1_480/`` for Charades-STA, ...) with the common video extensions. Rows whose
+video is missing are skipped with one warning that counts them (``strict=True`` raises
+``FileNotFoundError`` instead). A malformed row raises ``DataFormatError`` (a ``ValueError``) naming the
+file, the row and the field.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import warnings
-from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from .formats import ALIASES, FORMATS, READERS, Candidate, DataFormatError, RowContext, ours
 from .sample import VideoQASample
 
-VIDEO_EXTENSIONS = (".mp4", ".mkv", ".webm", ".avi", ".mov")
-FORMATS = ("jsonl", "paravt", "videomme", "longvideobench", "lvbench", "mlvu", "mmvu", "charades_sta")
-LETTERS = "ABCDEFGHIJ"
-_LETTERED = re.compile(r"^\(?([A-J])[\.\):]\s*(.*)$", re.S)
-
-
-class DataFormatError(ValueError):
-    """A row that cannot be read; the message names the file, the row and the field."""
+SUFFIXES = (".jsonl", ".json", ".parquet", ".txt")
 
 
 # --- reading files ------------------------------------------------------------------------------------------
-def _read_rows(path: Path) -> list[dict[str, Any]]:
+def read_rows(path: Path) -> list[tuple[str, Any]]:
+    """(location, row) pairs of a file; the location names the line (from 1) or the row (from 0)."""
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         try:
             import pyarrow.parquet as pq
         except ImportError as exc:
             raise ImportError(f'reading {path} needs pyarrow: pip install "paravt-gym[data]"') from exc
-        return pq.read_table(path).to_pylist()
-    text = path.read_text(encoding="utf-8")
-    if suffix == ".jsonl":
+        return [(f"row {i}", r) for i, r in enumerate(pq.read_table(path).to_pylist())]
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # -sig: some annotation files start with a BOM
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if suffix == ".txt":
+        return [
+            (f"line {n}", {"_line": line.strip()})
+            for n, line in enumerate(text.splitlines(), 1)
+            if line.strip()
+        ]
+    if suffix == ".json":
+        try:
+            return _json_rows(json.loads(text))
+        except json.JSONDecodeError as exc:
+            if exc.msg != "Extra data":
+                raise DataFormatError(f"{path}: invalid JSON: {exc.msg} (line {exc.lineno})") from None
+            # A ".json" file that is really JSON Lines: read it as such.
+    if suffix in (".jsonl", ".json"):
         rows = []
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    rows.append((f"line {n}", json.loads(line)))
                 except json.JSONDecodeError as exc:
-                    raise DataFormatError(f"{path}: line {n}: invalid JSON: {exc.msg}") from exc
+                    raise DataFormatError(f"{path}: line {n}: invalid JSON: {exc.msg}") from None
         return rows
-    if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataFormatError(f"{path}: invalid JSON: {exc.msg} (line {exc.lineno})") from exc
-        if isinstance(data, dict):  # some releases wrap the list: {"data": [...]} or {task: [...]}
-            lists = [v for v in data.values() if isinstance(v, list)]
-            data = [r for lst in lists for r in lst] if lists else [data]
-        return list(data)
-    if suffix == ".txt":
-        return [{"_line": line} for line in text.splitlines() if line.strip()]
-    raise DataFormatError(
-        f"{path}: unsupported file type {suffix!r} (expected .jsonl, .json, .parquet or .txt)"
-    )
+    raise DataFormatError(f"{path}: unsupported file type {path.suffix!r}; expected one of {SUFFIXES}")
 
 
-def detect_format(rows: list[dict[str, Any]], path: Path) -> str:
-    """Name the schema of ``rows`` from their keys."""
-    if not rows:
+def _json_rows(data: Any) -> list[tuple[str, Any]]:
+    if isinstance(data, list):
+        return [(f"row {i}", r) for i, r in enumerate(data)]
+    if isinstance(data, dict):
+        lists = {k: v for k, v in data.items() if isinstance(v, list)}
+        if lists and len(lists) == len(data):  # {"data": [...]} or {task: [...], ...}
+            return [(f"{k!r} row {i}", r) for k, v in lists.items() for i, r in enumerate(v)]
+        if data and all(isinstance(v, dict) for v in data.values()):  # {video_id: {...}, ...}
+            return [(f"key {k!r}", {"_key": k, **v}) for k, v in data.items()]
+        return [("row 0", data)]
+    raise DataFormatError(f"expected a JSON list or object of rows, got {type(data).__name__}")
+
+
+def detect_format(rows: list[Any], path: str | os.PathLike = "<rows>") -> str:
+    """Name the schema of ``rows`` (dicts, or (location, dict) pairs) from the keys of the first row."""
+    first = next((r[1] if isinstance(r, tuple) else r for r in rows), None)
+    if first is None:
         return "jsonl"
-    keys = set(rows[0])
-    if "_line" in keys:
-        return "charades_sta"
-    if {"prompt", "videos"} <= keys or ("prompt" in keys and "extra_info" in keys):
-        return "paravt"
-    if (
-        {"id", "video_path", "question", "answer"} <= keys
-        and "question_type" in keys
-        and "candidates" not in keys
-    ):
+    if not isinstance(first, dict):
+        raise DataFormatError(f"{path}: rows must be JSON objects, got {type(first).__name__}")
+    keys = set(first)
+    for name, module in READERS.items():
+        if module.matches(keys):
+            return name
+    if keys >= ours.REQUIRED:  # our schema with a stray field: read it as ours, so the error names the field
         return "jsonl"
-    if "videoID" in keys or ("task_type" in keys and "options" in keys and "duration" in keys):
-        return "videomme"
-    if "correct_choice" in keys and "candidates" in keys:
-        return "longvideobench"
-    if "qa" in keys or ("uid" in keys and "question" in keys):
-        return "lvbench"
-    if "choices" in keys and "question_type" in keys:
-        return "mmvu"
-    if "caption" in keys and ("timestamp" in keys or "timestamps" in keys):
-        return "charades_sta"
-    if "candidates" in keys or "video_name" in keys:
-        return "mlvu"
     raise DataFormatError(
         f"{path}: cannot tell the format from the keys {sorted(keys)}; pass format= one of {FORMATS}"
     )
-
-
-# --- helpers ------------------------------------------------------------------------------------------------
-def _require(row: dict, field: str, where: str) -> Any:
-    if field not in row or row[field] is None:
-        raise DataFormatError(f"{where}: missing field {field!r}")
-    return row[field]
-
-
-def _strip_letters(options: Iterable[Any]) -> list[str]:
-    """["A. red", "B. blue"] -> ["red", "blue"] (VideoQASample letters them itself)."""
-    out = []
-    for opt in options:
-        m = _LETTERED.match(str(opt).strip())
-        out.append(m.group(2).strip() if m else str(opt).strip())
-    return out
-
-
-def _letter(answer: Any, where: str) -> str:
-    text = str(answer).strip()
-    m = re.match(r"^\(?([A-J])\)?(?:[\.\):]|$)", text)
-    if not m:
-        raise DataFormatError(f"{where}: answer {answer!r} is not an option letter")
-    return m.group(1)
-
-
-def _embedded_options(question: str) -> tuple[str, list[str]]:
-    """Split "Q?\n(A) x\n(B) y" (LVBench, MLVU test) into the question and its options."""
-    lines = [ln.strip() for ln in question.strip().splitlines() if ln.strip()]
-    stem, options = [], []
-    for ln in lines:
-        m = _LETTERED.match(ln)
-        if m and (options or len(m.group(1)) == 1) and m.group(1) == LETTERS[len(options)]:
-            options.append(m.group(2).strip())
-        elif options:
-            options[-1] += " " + ln
-        else:
-            stem.append(ln)
-    return " ".join(stem), options
-
-
-# --- per-format row readers ---------------------------------------------------------------------------------
-# Each returns a list of (sample, candidate video paths); the first candidate that exists is used.
-Row = tuple[VideoQASample, list[str]]
-
-
-def _jsonl(row: dict, where: str) -> list[Row]:
-    try:
-        sample = VideoQASample.from_dict(row)
-    except (TypeError, ValueError) as exc:
-        raise DataFormatError(f"{where}: {exc}") from exc
-    return [(sample, [sample.video_path])]
-
-
-def _paravt(row: dict, where: str) -> list[Row]:
-    prompt = _require(row, "prompt", where)
-    if isinstance(prompt, str):
-        prompt = json.loads(prompt)
-    user = [m for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
-    if not user:
-        raise DataFormatError(f"{where}: field 'prompt' has no user message")
-    content = user[-1].get("content", "")
-    if isinstance(content, list):  # [{"type": "text", "text": ...}, {"type": "video"}]
-        content = "\n".join(c.get("text", "") for c in content if isinstance(c, dict))
-    question = content.replace("<video>", "").strip()
-    extra = row.get("extra_info") or {}
-    if isinstance(extra, str):
-        try:
-            extra = json.loads(extra)
-        except json.JSONDecodeError as exc:
-            raise DataFormatError(f"{where}: field 'extra_info' is not valid JSON: {exc.msg}") from exc
-    answer = extra.get("answer", row.get("answer"))
-    if answer is None:
-        raise DataFormatError(f"{where}: no answer in 'extra_info' (or 'answer')")
-    qtype = str(extra.get("question_type", "oe")).lower()
-    qtype = {
-        "multiple_choice": "mcq",
-        "multiple-choice": "mcq",
-        "open_ended": "oe",
-        "temporal_grounding": "tvg",
-    }.get(qtype, qtype)
-    if qtype not in ("mcq", "oe", "tvg"):
-        qtype = "oe"
-    videos = row.get("videos") or []
-    video = (
-        videos[0].get("video") if videos and isinstance(videos[0], dict) else (videos[0] if videos else None)
-    )
-    if not video:
-        raise DataFormatError(f"{where}: field 'videos' names no video")
-    sample_id = str(extra.get("id", extra.get("index", row.get("id", where))))
-    kept = {k: v for k, v in extra.items() if k not in ("answer", "question_type")}
-    sample = VideoQASample(sample_id, video, question, str(answer), qtype, extra={"paravt": kept})
-    return [(sample, [video])]
-
-
-def _videomme(row: dict, where: str) -> list[Row]:
-    vid = str(row.get("videoID") or _require(row, "video_id", where))
-    sample = VideoQASample(
-        id=str(row.get("question_id") or f"{vid}-{where}"),
-        video_path=f"{vid}.mp4",
-        question=str(_require(row, "question", where)),
-        answer=_letter(_require(row, "answer", where), where),
-        question_type="mcq",
-        options=_strip_letters(_require(row, "options", where)),
-        extra={
-            k: row.get(k)
-            for k in ("duration", "domain", "sub_category", "task_type", "video_id", "url")
-            if k in row
-        }
-        | {"subtitle_path": f"subtitle/{vid}.srt"},
-    )
-    return [(sample, [f"{vid}.mp4", f"data/{vid}.mp4", f"videos/{vid}.mp4", *_exts(vid)])]
-
-
-def _longvideobench(row: dict, where: str) -> list[Row]:
-    candidates = _require(row, "candidates", where)
-    choice = int(_require(row, "correct_choice", where))
-    if not 0 <= choice < len(candidates):
-        raise DataFormatError(f"{where}: correct_choice {choice} outside the {len(candidates)} candidates")
-    video = row.get("video_path") or f"{_require(row, 'video_id', where)}.mp4"
-    sample = VideoQASample(
-        id=str(row.get("id", where)),
-        video_path=str(video),
-        question=str(_require(row, "question", where)),
-        answer=LETTERS[choice],
-        question_type="mcq",
-        options=[str(c) for c in candidates],
-        duration=float(row["duration"]) if row.get("duration") is not None else None,
-        extra={
-            k: row.get(k)
-            for k in ("duration_group", "question_category", "topic_category", "level", "subtitle_path")
-            if k in row
-        },
-    )
-    return [(sample, [str(video), f"videos/{video}"])]
-
-
-def _lvbench(row: dict, where: str) -> list[Row]:
-    key = str(row.get("key") or row.get("video") or row.get("video_path") or "")
-    qas = row.get("qa") if isinstance(row.get("qa"), list) else [row]
-    out = []
-    for j, qa in enumerate(qas):
-        w = f"{where}, qa {j}"
-        question, options = _embedded_options(str(_require(qa, "question", w)))
-        vid = key or str(_require(qa, "key", w))
-        video = vid if vid.lower().endswith(VIDEO_EXTENSIONS) else f"{vid}.mp4"
-        qtype = qa.get("question_type")
-        sample = VideoQASample(
-            id=str(qa.get("uid", f"{vid}-{j}")),
-            video_path=video,
-            question=question,
-            answer=_letter(_require(qa, "answer", w), w),
-            question_type="mcq",
-            options=options,
-            extra={"time_reference": qa.get("time_reference"), "categories": qtype, "key": vid},
-        )
-        out.append((sample, [video, f"videos/{video}", *_exts(vid)]))
-    return out
-
-
-def _mlvu(row: dict, where: str) -> list[Row]:
-    video = str(row.get("video") or _require(row, "video_name", where))
-    question = str(_require(row, "question", where))
-    if "candidates" in row:
-        options = [str(c) for c in row["candidates"]]
-        answer = str(_require(row, "answer", where)).strip()
-        letter = LETTERS[options.index(answer)] if answer in options else _letter(answer, where)
-    else:  # lmms-eval's MLVU test rows embed the options in the question and answer with a letter
-        question, options = _embedded_options(question)
-        letter = _letter(_require(row, "answer", where), where)
-    task = row.get("question_type") or row.get("task_type")
-    sample = VideoQASample(
-        id=str(row.get("question_id", row.get("id", f"{video}-{where}"))),
-        video_path=video,
-        question=question,
-        answer=letter,
-        question_type="mcq",
-        options=options,
-        duration=float(row["duration"]) if row.get("duration") is not None else None,
-        extra={"task": task},
-    )
-    return [(sample, [video, f"video/{video}", f"videos/{video}", f"{task}/{video}" if task else video])]
-
-
-def _mmvu(row: dict, where: str) -> list[Row]:
-    url = str(_require(row, "video", where))
-    # MMVU rows carry a hub URL (".../videos/<Subject>/<n>.mp4"); locally the same relative layout is used.
-    rel = url.split("/resolve/main/", 1)[-1] if "/resolve/main/" in url else url
-    choices = row.get("choices") or {}
-    qtype = str(_require(row, "question_type", where)).lower()
-    if qtype.startswith("multiple") and choices:
-        letters = sorted(choices)
-        options = [str(choices[k]) for k in letters]
-        answer = str(_require(row, "answer", where)).strip()
-        letter = (
-            answer if answer in letters else LETTERS[options.index(answer)] if answer in options else None
-        )
-        if letter is None:
-            raise DataFormatError(f"{where}: answer {answer!r} is neither a choice letter nor a choice")
-        sample = VideoQASample(str(row.get("id", where)), rel, str(row["question"]), letter, "mcq", options)
-    else:
-        sample = VideoQASample(
-            str(row.get("id", where)), rel, str(_require(row, "question", where)), str(row["answer"]), "oe"
-        )
-    sample.extra = {"metadata": row.get("metadata"), "url": url}
-    return [(sample, [rel, rel.removeprefix("videos/"), os.path.basename(rel)])]
-
-
-def _charades(row: dict, where: str) -> list[Row]:
-    if "_line" in row:  # original annotation: "3MSZA 24.3 30.4##person turn a light on."
-        head, _, caption = row["_line"].partition("##")
-        parts = head.split()
-        if len(parts) != 3 or not caption:
-            raise DataFormatError(f"{where}: expected 'VIDEO START END##caption', got {row['_line'][:80]!r}")
-        vid, start, end = parts[0], float(parts[1]), float(parts[2])
-        duration = None
-    else:
-        vid = str(row.get("video") or _require(row, "video_id", where))
-        span = row.get("timestamp", row.get("timestamps"))
-        if isinstance(span, list) and span and isinstance(span[0], list):
-            span = span[0]
-        if not isinstance(span, (list, tuple)) or len(span) != 2:
-            raise DataFormatError(f"{where}: field 'timestamp' must be [start, end], got {span!r}")
-        start, end = float(span[0]), float(span[1])
-        caption = str(_require(row, "caption", where))
-        duration = float(row["duration"]) if row.get("duration") is not None else None
-    vid = vid[:-4] if vid.lower().endswith(".mp4") else vid
-    question = (
-        f"When does the event '{caption.strip().rstrip('.')}' happen in the video? "
-        "Answer with [start, end] in seconds."
-    )
-    sample = VideoQASample(f"{vid}_{start:.1f}_{end:.1f}", f"{vid}.mp4", question, f"[{start:.1f}, {end:.1f}]", "tvg",
-                           duration=duration, extra={"caption": caption.strip()})  # fmt: skip
-    return [(sample, [f"{vid}.mp4", f"videos/{vid}.mp4", *_exts(vid)])]
-
-
-def _exts(stem: str) -> list[str]:
-    return [stem + ext for ext in VIDEO_EXTENSIONS]
-
-
-READERS: dict[str, Callable[[dict, str], list[Row]]] = {
-    "jsonl": _jsonl,
-    "paravt": _paravt,
-    "videomme": _videomme,
-    "longvideobench": _longvideobench,
-    "lvbench": _lvbench,
-    "mlvu": _mlvu,
-    "mmvu": _mmvu,
-    "charades_sta": _charades,
-}
 
 
 # --- entry point --------------------------------------------------------------------------------------------
@@ -359,37 +110,89 @@ def load_samples(
     format: str = "auto",
     strict: bool = False,
 ) -> list[VideoQASample]:
-    """Read a QA file (or a directory holding ``samples.jsonl``) into samples with resolved video paths."""
-    path = Path(path)
+    """Read a QA file (or a directory holding ``samples.jsonl``) into samples whose ``video_path`` exists.
+
+    ``format`` is ``"auto"`` or one of ``FORMATS``. Sample ids are made unique (a repeated id gets ``#2``,
+    ``#3``, ... appended) because the frame budget and caches key on them.
+    """
+    path = Path(path).expanduser()
     if path.is_dir():
+        listing = sorted(p.name for p in path.iterdir() if p.suffix.lower() in SUFFIXES)
+        if not (path / "samples.jsonl").is_file():
+            raise FileNotFoundError(
+                f"{path} is a directory without samples.jsonl; pass one of its files instead: {listing[:10]}"
+            )
         path = path / "samples.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"sample file not found: {str(path)!r}")
-    rows = _read_rows(path)
-    fmt = detect_format(rows, path) if format == "auto" else format
+    rows = read_rows(path)
+    fmt = ALIASES.get(format, format)
+    if fmt == "auto":
+        fmt = detect_format(rows, path)
     if fmt not in READERS:
-        raise ValueError(f"unknown data format {fmt!r}; choose one of {('auto', *FORMATS)}")
-    root = Path(video_root) if video_root is not None else path.parent
-    samples, missing = [], []
-    for n, row in enumerate(rows):
-        where = f"{path}: row {n}"
+        raise ValueError(f"unknown data format {format!r}; choose 'auto' or one of {FORMATS}")
+    reader = READERS[fmt]
+    roots = [Path(video_root).expanduser()] if video_root is not None else [path.parent, path.parent.parent]
+
+    samples: list[VideoQASample] = []
+    missing: list[str] = []
+    for where, row in rows:
+        ctx = RowContext(path, f"{path}: {where}")
         if not isinstance(row, dict):
-            raise DataFormatError(f"{where}: expected an object, got {type(row).__name__}")
-        for sample, candidates in READERS[fmt](row, where):
-            found = next((c for c in (_resolve(root, c) for c in candidates) if c.is_file()), None)
+            raise ctx.error(f"expected a JSON object, got {type(row).__name__}")
+        for cand in reader.read(row, ctx):
+            found = _find(cand.videos, roots)
             if found is None:
-                missing.append(str(_resolve(root, candidates[0])))
+                missing.append(str(_join(roots[0], cand.videos[0])))
                 continue
-            sample.video_path = str(found)
-            samples.append(sample)
+            cand.sample.video_path = str(found)
+            _attach_subtitles(cand, found, roots)
+            samples.append(cand.sample)
     if missing:
-        message = f"skipped {len(missing)} of {len(missing) + len(samples)} samples of {path}: video not found (first: {missing[0]})"
+        where = f"under {roots[0]}" if video_root is not None else f"beside {path.name}"
+        message = (
+            f"skipped {len(missing)} of {len(missing) + len(samples)} samples of {path}: video not found "
+            f"{where} (first: {missing[0]})"
+        )
         if strict:
             raise FileNotFoundError(message)
         warnings.warn(message, stacklevel=2)
+    _unique_ids(samples)
     return samples
 
 
-def _resolve(root: Path, candidate: str) -> Path:
+def _join(root: Path, candidate: str) -> Path:
     p = Path(os.path.expanduser(candidate.removeprefix("file://")))
     return p if p.is_absolute() else root / p
+
+
+def _find(candidates: list[str], roots: list[Path]) -> Path | None:
+    for root in roots:
+        for candidate in dict.fromkeys(candidates):
+            p = _join(root, candidate)
+            if p.is_file():
+                return p.resolve() if ".." in p.parts else p
+    return None
+
+
+def _attach_subtitles(cand: Candidate, video: Path, roots: list[Path]) -> None:
+    if not cand.subtitles:
+        return
+    for base in (video.parent, video.parent.parent, *roots):
+        for name in cand.subtitles:
+            p = base / name
+            if p.is_file():
+                cand.sample.extra["subtitle_path"] = str(p)
+                return
+
+
+def _unique_ids(samples: list[VideoQASample]) -> None:
+    seen: dict[str, int] = {}
+    for s in samples:
+        n = seen.get(s.id, 0) + 1
+        seen[s.id] = n
+        if n > 1:
+            s.id = f"{s.id}#{n}"
+
+
+__all__ = ["FORMATS", "DataFormatError", "detect_format", "load_samples", "read_rows"]

@@ -1,89 +1,210 @@
+"""Synthetic needle videos: determinism, exact event pixels and timing, answerable questions, the Tool
+Necessity Gap, resumable generation, index videos, and ``paravt synth``. Frames are decoded with PyAV
+directly (not through ``paravt_env.video``)."""
+
+import hashlib
 import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
+import av
 import numpy as np
 import pytest
 
 from paravt_env.data import SynthConfig, generate_dataset, load_samples
-from paravt_env.data.synthetic import PALETTE, SHAPES, shape_mask
-from paravt_env.video import open_video, sample_overview
+from paravt_env.data.synthetic import (
+    PALETTE,
+    QUESTION_KINDS,
+    SHAPES,
+    decode_index,
+    index_image,
+    make_index_video,
+    make_samples,
+    plan_video,
+    shape_mask,
+)
 
-SMALL = dict(min_duration=40.0, max_duration=60.0)
+REPO = Path(__file__).resolve().parents[3]
+SMALL = dict(min_duration=24.0, max_duration=40.0)
+
+
+def decode(path, width=None, height=None):
+    """All frames (RGB uint8), their times, and which are keyframes."""
+    images, times, keys = [], [], []
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        for frame in container.decode(stream):
+            images.append(frame.to_ndarray(format="rgb24", width=width, height=height))
+            times.append(float(frame.pts * stream.time_base))
+            keys.append(frame.key_frame)
+    return np.stack(images), np.array(times), np.array(keys)
+
+
+def digest(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def nearest_colour(rgb):
+    return min(PALETTE, key=lambda c: float(np.abs(np.array(PALETTE[c]) - rgb).sum()))
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
     out = tmp_path_factory.mktemp("synth")
-    return out, generate_dataset(out, SynthConfig(n=6, seed=3, **SMALL), progress=False)
+    return out, generate_dataset(out, SynthConfig(n=4, seed=3, **SMALL), progress=False)
 
 
-def test_deterministic_in_seed(dataset, tmp_path):
+def test_same_seed_same_bytes_across_processes(dataset, tmp_path):
     out, samples = dataset
-    again = generate_dataset(tmp_path, SynthConfig(n=6, seed=3, **SMALL), progress=False)
+    # Another process, through the CLI: x264 once coded the first GOP differently from run to run.
+    cmd = [sys.executable, "-m", "scripts.cli", "synth", "--out", str(tmp_path), "--n", "4", "--seed", "3",
+           "--min-duration", "24", "--max-duration", "40", "--no-progress"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"wrote 4 videos .* and .*samples\.jsonl", proc.stdout)
     assert (out / "samples.jsonl").read_bytes() == (tmp_path / "samples.jsonl").read_bytes()
-    for a, b in zip(samples, again, strict=True):
-        # x264 occasionally encodes a video's first GOP a hair differently from run to run (the input
-        # frames are identical); decoded pixels agree to within a fraction of a grey level.
-        fa = open_video(a.video_path).frames_by_index(range(0, 200, 3), None, None).images.astype(int)
-        fb = open_video(b.video_path).frames_by_index(range(0, 200, 3), None, None).images.astype(int)
-        assert np.abs(fa - fb).mean(axis=(1, 2, 3)).max() < 0.5
-    other = generate_dataset(tmp_path / "other", SynthConfig(n=6, seed=4, **SMALL), progress=False)
+    for s in samples:
+        assert digest(s.video_path) == digest(tmp_path / Path(s.video_path).name)
+    other = generate_dataset(tmp_path / "other", SynthConfig(n=4, seed=4, **SMALL), progress=False)
     assert [(s.question, s.events) for s in other] != [(s.question, s.events) for s in samples]
 
 
-def test_samples_are_consistent(dataset):
+def test_samples_match_their_videos(dataset):
     out, samples = dataset
     assert load_samples(out) == samples
+    rows = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert all(not Path(r["video_path"]).is_absolute() for r in rows)  # relative to the dataset folder
+    assert json.loads((out / "synth_config.json").read_text())["seed"] == 3
     for s in samples:
-        r = open_video(s.video_path)
-        assert 40.0 <= s.duration <= 60.0 and r.duration == pytest.approx(s.duration)
-        assert (r.width, r.height) == (224, 224)
-        assert len({e.attributes["colour"] for e in s.events}) == len(s.events)  # unique colours
-        assert len({e.attributes["shape"] for e in s.events}) == len(s.events)  # unique shapes
+        images, times, keys = decode(s.video_path)
+        assert 24.0 <= s.duration <= 40.0 and len(images) == round(s.duration * 2)
+        assert images.shape[1:] == (224, 224, 3)
+        np.testing.assert_allclose(times, np.arange(len(images)) / 2)
+        # keyframes every 2 s exactly: none inserted at events (an overview that prefers keyframes would
+        # otherwise find the needles by chance far too often)
+        assert np.flatnonzero(keys).tolist() == list(range(0, len(images), 4))
+        assert 2 <= len(s.events) <= 4
+        assert len({e.attributes["colour"] for e in s.events}) == len(s.events)
+        assert len({e.attributes["shape"] for e in s.events}) == len(s.events)
+        for a, b in zip(s.events, s.events[1:], strict=False):
+            assert a.end + 1.0 < b.start  # in time order, apart
         for e in s.events:
-            assert 2.0 <= e.end - e.start <= 6.5 and 0 <= e.start < e.end <= s.duration
-        if s.question_type == "mcq":
-            assert s.answer in "ABCD" and len(s.options) == 4
-        if s.question_type == "tvg":
-            start, end = json.loads(s.answer)
-            assert any(abs(e.start - start) < 0.05 and abs(e.end - end) < 0.05 for e in s.events)
+            assert 2.0 <= e.end - e.start <= 6.0 and 0 < e.start < e.end < s.duration
+            assert e.attributes["size"] >= 224 // 5
 
 
-def test_events_are_visible_in_the_pixels(dataset):
-    """At an event's midpoint its colour fills its box; outside events nothing is saturated."""
+def test_events_are_in_the_pixels_exactly_when_recorded(dataset):
+    """Inside [start, end) the event's colour fills its shape; one frame outside, nothing is saturated."""
     _, samples = dataset
     for s in samples:
-        r = open_video(s.video_path)
+        images, times, _ = decode(s.video_path)
+        saturation = images.max(axis=3).astype(int) - images.min(axis=3)
+        on = np.zeros(len(images), bool)
         for e in s.events:
-            img = r.frames_at([(e.start + e.end) / 2], min_pixels=None, max_pixels=None).images[0].astype(int)
             a = e.attributes
-            box = img[a["y"] : a["y"] + a["size"], a["x"] : a["x"] + a["size"]]
+            inside = np.flatnonzero((times >= e.start) & (times < e.end))
+            assert len(inside) == round((e.end - e.start) * 2)
+            on[inside] = True
             mask = shape_mask(a["shape"], a["size"])
-            mean = box[mask].mean(axis=0)
-            assert np.abs(mean - np.array(PALETTE[a["colour"]])).max() < 40, (s.id, e.label, mean)
-        quiet = [
-            t
-            for t in np.linspace(0.5, s.duration - 0.5, 30)
-            if not any(e.start - 1 <= t <= e.end + 1 for e in s.events)
-        ]
-        imgs = r.frames_at(quiet, min_pixels=None, max_pixels=None).images.astype(int)
-        saturation = imgs.max(axis=3) - imgs.min(axis=3)
-        assert saturation.max() < 60
+            for f in inside:
+                box = images[f, a["y"] : a["y"] + a["size"], a["x"] : a["x"] + a["size"]].astype(int)
+                mean = box[mask].mean(axis=0)
+                assert np.abs(mean - PALETTE[a["colour"]]).max() < 20, (s.id, e.label, f, mean)
+        assert saturation[~on].max() < 40  # background and distractors stay grey
+        assert (saturation[on] > 120).any(axis=(1, 2)).all()
 
 
-def test_tool_necessity_small_overviews_miss_events(tmp_path):
-    """With 8 overview frames most events are never on screen: the Tool Necessity Gap."""
-    samples = generate_dataset(
-        tmp_path, SynthConfig(n=8, seed=1, min_duration=120, max_duration=240), progress=False
-    )
-    seen = total = 0
-    for s in samples:
-        ov = sample_overview(open_video(s.video_path), 8, cache=False)
+@pytest.mark.parametrize("side", [112, 56])
+def test_colours_survive_downscaling(dataset, side):
+    _, samples = dataset
+    for s in samples[:2]:
+        images, times, _ = decode(s.video_path, width=side, height=side)
         for e in s.events:
-            total += 1
-            seen += bool(np.any((ov.timestamps >= e.start) & (ov.timestamps < e.end)))
-    assert seen / total < 0.3
+            a = e.attributes
+            f = int(np.flatnonzero(times >= (e.start + e.end) / 2)[0])
+            scale = side / 224
+            y0, x0 = int(a["y"] * scale), int(a["x"] * scale)
+            n = max(int(a["size"] * scale), 1)
+            mask = shape_mask(a["shape"], n)
+            mean = images[f, y0 : y0 + n, x0 : x0 + n][mask].astype(int).mean(axis=0)
+            assert nearest_colour(mean) == a["colour"], (side, e.label, mean)
+
+
+def test_tool_necessity_gap_from_the_plans():
+    """Uniform overviews of 4-8 frames see few events; 64 frames see most: calling crop_video pays off."""
+    cfg = SynthConfig(n=300, seed=11)
+    seen = {}
+    for k in (4, 8, 64):
+        hits = total = 0
+        for i in range(cfg.n):
+            plan = plan_video(i, cfg)
+            t = (np.arange(k) + 0.5) * plan.duration / k
+            for nd in plan.needles:
+                total += 1
+                hits += bool(np.any((t >= nd.start) & (t < nd.end)))
+        seen[k] = hits / total
+    assert seen[4] < 0.2 and seen[8] < 0.25 and seen[64] > 0.6, seen
+
+
+def test_every_question_has_exactly_one_right_answer():
+    """Re-derive each answer from the recorded events and the question text alone."""
+    cfg = SynthConfig(n=120, seed=2, questions_per_video=4, min_duration=30, max_duration=90)
+    kinds = set()
+    for i in range(cfg.n):
+        plan = plan_video(i, cfg)
+        for s in make_samples(plan, cfg):
+            kinds.add(s.extra["kind"])
+            labels = [e.label for e in s.events]
+            by_shape = {e.attributes["shape"]: e for e in s.events}
+            by_colour = {e.attributes["colour"]: e for e in s.events}
+            if s.question_type == "mcq":
+                assert len(s.options) == 4 == len(set(s.options)) and s.answer in "ABCD"
+                picked = s.options["ABCD".index(s.answer)]
+            kind = s.extra["kind"]
+            if kind in ("mcq_colour", "oe_colour"):
+                shape = next(sh for sh in SHAPES if f" {sh} " in f" {s.question} ")
+                truth = by_shape[shape].attributes["colour"]
+                assert (picked if kind == "mcq_colour" else s.answer) == truth
+                assert (
+                    kind == "oe_colour"
+                    or sum(o in by_colour and by_colour[o] is by_shape[shape] for o in s.options) == 1
+                )
+            elif kind in ("mcq_shape", "oe_shape"):
+                colour = next(c for c in PALETTE if f" {c} " in f" {s.question} ")
+                truth = by_colour[colour].attributes["shape"]
+                assert (picked if kind == "mcq_shape" else s.answer) == truth
+            elif kind == "mcq_count":
+                assert picked == str(len(s.events))
+            elif kind == "mcq_order" and "first" in s.question:
+                shown = [o for o in s.options if o in labels]
+                assert picked == min(shown, key=labels.index)
+            elif kind == "mcq_order":
+                before = re.search(r"after the (\w+ \w+)\?", s.question).group(1)
+                assert picked == labels[labels.index(before) + 1]
+            else:
+                assert s.question_type == "tvg"
+                start, end = json.loads(s.answer)
+                label = re.search(r"When does the (\w+ \w+) appear", s.question).group(1)
+                e = s.events[labels.index(label)]
+                assert (start, end) == (pytest.approx(e.start, abs=0.05), pytest.approx(e.end, abs=0.05))
+            assert set(s.extra["relevant_events"]) <= set(labels)
+    assert kinds == set(QUESTION_KINDS)
+
+
+def test_resumable_and_atomic(tmp_path):
+    cfg = SynthConfig(n=2, seed=5, **SMALL)
+    first = generate_dataset(tmp_path, cfg, progress=False)
+    stamps = {s.video_path: Path(s.video_path).stat().st_mtime_ns for s in first}
+    more = generate_dataset(tmp_path, SynthConfig(n=3, seed=5, **SMALL), progress=False, workers=2)
+    assert [s.video_path for s in more[:2]] == list(stamps)
+    assert all(Path(p).stat().st_mtime_ns == t for p, t in stamps.items())  # kept, not re-encoded
+    assert more[:2] == first and len(load_samples(tmp_path)) == 3
+    assert not list(tmp_path.glob("*.part"))
+    # a different encoding setting is a different file, never a stale one
+    other = generate_dataset(tmp_path, SynthConfig(n=1, seed=5, crf=40, **SMALL), progress=False)
+    assert other[0].video_path not in stamps
 
 
 def test_shapes_differ():
@@ -102,32 +223,36 @@ def test_config_errors_name_the_field():
         SynthConfig(min_duration=100, max_duration=50)
     with pytest.raises(ValueError, match="question_kinds"):
         SynthConfig(question_kinds=("nope",))
+    with pytest.raises(ValueError, match="min_duration=10.0 s cannot hold min_events=2"):
+        SynthConfig(min_duration=10.0, max_duration=30.0)
+    with pytest.raises(ValueError, match="size"):
+        SynthConfig(size=225)
 
 
-def test_cli_synth(tmp_path):
+# --- index videos -------------------------------------------------------------------------------------------
+def test_index_video_round_trip(tmp_path):
+    path = make_index_video(tmp_path / "index.mp4", 40, fps=10, size=(96, 128), gop=12, bframes=2)
+    for w, h in [(None, None), (56, 56), (28, 28), (224, 168)]:
+        images, times, _ = decode(path, width=w, height=h)
+        assert [decode_index(im) for im in images] == list(range(40)), (w, h)
+        np.testing.assert_allclose(times, np.arange(40) / 10)
+    assert decode_index(index_image(54321, 64, 64)) == 54321
+    blended = ((index_image(3, 64, 64).astype(int) + index_image(12, 64, 64)) // 2).astype(np.uint8)
+    with pytest.raises(ValueError, match="not a clean index frame"):
+        decode_index(blended)
+
+
+# --- CLI ----------------------------------------------------------------------------------------------------
+def test_cli_synth(tmp_path, capsys):
     from scripts.cli import main
 
-    assert (
-        main(
-            [
-                "synth",
-                "--out",
-                str(tmp_path / "a"),
-                "--n",
-                "2",
-                "--min-duration",
-                "40",
-                "--max-duration",
-                "45",
-                "--no-progress",
-            ]
-        )
-        == 0
-    )
-    assert len(load_samples(tmp_path / "a")) == 2
-    proc = subprocess.run(
-        [sys.executable, "-m", "scripts.cli", "synth", "--out", str(tmp_path / "b"), "--n", "1",
-         "--min-duration", "10", "--max-duration", "5"],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert proc.returncode == 1 and "min_duration" in proc.stderr
+    argv = ["synth", "--out", str(tmp_path / "a"), "--n", "2", "--seed", "1", "--min-duration", "24",
+            "--max-duration", "30", "--fps", "3", "--size", "112", "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    assert "wrote 2 videos" in capsys.readouterr().out
+    samples = load_samples(tmp_path / "a")
+    assert len(samples) == 2 and all(s.extra["synth"]["fps"] == 3 for s in samples)
+    images, times, _ = decode(samples[0].video_path)
+    assert images.shape[1:3] == (112, 112) and np.allclose(np.diff(times), 1 / 3)
+    assert main(["synth", "--out", str(tmp_path / "b"), "--min-duration", "10", "--max-duration", "5"]) == 1
+    assert "min_duration" in capsys.readouterr().err
