@@ -6,10 +6,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .gating import FRAME_BUDGETS
+from .protocol import PROMPT_MODES
 from .rewards import RewardConfig
 from .tools import DISPATCH_MODES, TOOL_RESULT_MODES
-
-PROMPT_MODES = ("agentic", "agentic_minimal", "reasoning", "direct")
 
 
 @dataclass

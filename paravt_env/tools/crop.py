@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..protocol.tool_schema import TOOL_NAME
 from ..video import Frames, VideoReader, sample_window
 
-TOOL_NAME = "crop_video"
 MIN_CROP_SECONDS = 0.5
 """A crop shorter than this (after clamping) is rejected: it would hold at most a frame or two."""
 
@@ -71,6 +71,9 @@ def validate_crop(call: ToolCallLike, duration: float, video_path: str) -> CropR
     Times outside the video are clamped (and the clamp is noted); NaN, missing or reversed times, and
     windows too short to hold frames are rejected with a reason.
     """
+    error = getattr(call, "error", None)
+    if error:
+        return str(error)
     if call.name != TOOL_NAME:
         return f"unknown tool {call.name!r}; the only tool is {TOOL_NAME}(start_time, end_time)"
     start, end = _finite(call.start_time), _finite(call.end_time)

@@ -1,0 +1,71 @@
+"""``RewardConfig``: the knobs of the ParaVT reward, with the released recipes as presets."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .tool import TOOL_SOURCES
+
+ACCURACY_MODES = ("exact", "f1", "llm")
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """How a finished episode is scored: ``total = accuracy + format_weight * format + tool``."""
+
+    answer_suffix: bool = True
+    """Answer tags outweigh ``<think>`` in the format score (release env ``ANSWER_SUFFIX=1``; paper §3.3,
+    constrained-decoding weighting). On in PARA-GRPO, off in vanilla GRPO."""
+    anchor_weight: float = 0.5
+    """λ of Exploration Anchoring, sequence granularity: scales the ``</think>`` closure / think→answer
+    bonus and the unclosed-``<think>`` penalty (release ``ANCHOR_WEIGHT``; PARA-GRPO 0.5, vanilla 0)."""
+    format_weight: float = 1.0
+    """Weight of the format term in the total (release ``FORMAT_WEIGHT``; 1.0 in both released recipes)."""
+    mode: str = "f1"
+    """Accuracy of open-ended answers: "exact" (normalised match only), "f1" (token F1) or "llm" (judge,
+    see ``paravt_env.rewards.judge``). MCQ and grounding always use letter match and temporal IoU."""
+    tool_source: str = "completion"
+    """Where the tool term learns that a tool ran: "completion" (released behaviour: ``<tool_response>``
+    in the generated text) or "executed" (the env's count of crops it really ran)."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in ACCURACY_MODES:
+            raise ValueError(f"RewardConfig.mode must be one of {ACCURACY_MODES}, got {self.mode!r}")
+        if self.tool_source not in TOOL_SOURCES:
+            raise ValueError(
+                f"RewardConfig.tool_source must be one of {TOOL_SOURCES}, got {self.tool_source!r}"
+            )
+        for name in ("anchor_weight", "format_weight"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"RewardConfig.{name} must be a finite number, got {value!r}")
+
+    @classmethod
+    def paravt(cls) -> RewardConfig:
+        """The released PARA-GRPO reward (``paravt/rl/configs/paragrpo_8b.yaml``)."""
+        return cls(answer_suffix=True, anchor_weight=0.5, format_weight=1.0, mode="f1")
+
+    @classmethod
+    def vanilla(cls) -> RewardConfig:
+        """The vanilla-GRPO baseline (``vanilla_grpo_8b.yaml``): no answer-suffix weighting, no anchoring."""
+        return cls(answer_suffix=False, anchor_weight=0.0, format_weight=1.0, mode="f1")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RewardConfig:
+        """From a recipe's ``reward:`` block; a preset name under ``preset`` is the base, keys override it."""
+        data = dict(data)
+        preset = data.pop("preset", None)
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown reward option(s) {unknown}; known: {sorted(known)} and 'preset'")
+        if preset is None:
+            return cls(**data)
+        if preset not in ("paravt", "vanilla"):
+            raise ValueError(f"unknown reward preset {preset!r}; known: 'paravt', 'vanilla'")
+        return cls(**{**asdict(getattr(cls, preset)()), **data})
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
