@@ -157,6 +157,14 @@ class VideoToolEnv(gym.Env[dict, str]):
             "duration": reader.duration,
             "system_prompt": system,
             "user_prompt": user,
+            "limits": {
+                "max_turns": cfg.max_turns,
+                "max_parallel": cfg.max_parallel,
+                "dispatch": cfg.dispatch,
+                "crop_fps": cfg.crop_fps,
+                "crop_max_frames": cfg.crop_max_frames,
+                "tool_result": cfg.tool_result,
+            },
             "timing": StepTiming(decode_s=decode_s, total_s=time.perf_counter() - t0),
         }
         return obs, info
@@ -311,6 +319,7 @@ class VideoToolEnv(gym.Env[dict, str]):
             self._sample.question_type,
             self.config.reward,
             executed_tool_calls=self._executed_calls,
+            question=self._sample.question,
         )
 
     def _obs(self, text: str, frames: Frames) -> dict[str, Any]:

@@ -15,6 +15,7 @@ import numpy as np
 from gymnasium import spaces
 
 _SAMPLE_CHARSET = string.printable
+SAMPLE_MAX_CHARS = 200
 
 
 class AnyText(spaces.Text):
@@ -27,8 +28,11 @@ class AnyText(spaces.Text):
         return isinstance(x, str) and self.min_length <= len(x) <= self.max_length
 
     def sample(self, mask: Any = None, probability: Any = None) -> str:
-        # Random printable text, sometimes wrapped in protocol tags so random agents exercise the parser.
-        text = super().sample(mask=mask, probability=probability)
+        # Random printable text (short: the space admits megabytes, a random agent needs a sentence),
+        # sometimes wrapped in protocol tags so that random agents exercise the parser and the tools.
+        hi = max(self.min_length, min(self.max_length, SAMPLE_MAX_CHARS))
+        n = int(self.np_random.integers(self.min_length, hi + 1))
+        text = "".join(self.np_random.choice(list(_SAMPLE_CHARSET), size=n))
         choice = int(self.np_random.integers(4))
         if choice == 1:
             text = f"<think>{text}</think><answer>{text[:8]}</answer>"

@@ -1,0 +1,68 @@
+"""Play episodes of ``VideoToolEnv`` with a scripted agent and record what happened."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .agents import ScriptedAgent
+
+
+@dataclass
+class EpisodeResult:
+    """One finished episode."""
+
+    sample_id: str
+    question_type: str
+    prediction: str
+    answer: str
+    reward: float
+    breakdown: dict[str, float]
+    turns: int
+    tool_calls: int  # crops executed
+    tool_calls_requested: int
+    frame_budget: int
+    wall_s: float
+    terminated: bool
+    truncated: bool
+    actions: list[str] = field(default_factory=list, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def play_episode(env, agent: ScriptedAgent, *, seed: int | None = None, options: dict[str, Any] | None = None) -> EpisodeResult:
+    """Reset ``env`` (a ``VideoToolEnv`` or a gymnasium wrapper of one), let ``agent`` play to the end."""
+    t0 = time.perf_counter()
+    obs, info = env.reset(seed=seed, options=options)
+    base = env.unwrapped
+    sample = base.sample
+    agent.reset(obs, info, sample)
+    requested = executed = turns = 0
+    actions = []
+    terminated = truncated = False
+    reward = 0.0
+    while not (terminated or truncated):
+        action = agent.act(obs)
+        actions.append(action)
+        obs, reward, terminated, truncated, info = env.step(action)
+        turns += 1
+        requested += info["tool_calls"]["requested"]
+        executed += info["tool_calls"]["executed"]
+    return EpisodeResult(
+        sample_id=sample.id,
+        question_type=sample.question_type,
+        prediction=info.get("prediction", ""),
+        answer=sample.answer,
+        reward=float(reward),
+        breakdown=dict(info.get("reward_breakdown", {})),
+        turns=turns,
+        tool_calls=executed,
+        tool_calls_requested=requested,
+        frame_budget=int(info["frame_budget"]),
+        wall_s=time.perf_counter() - t0,
+        terminated=terminated,
+        truncated=truncated,
+        actions=actions,
+    )
