@@ -1,6 +1,14 @@
 """Scripted baselines that read the synthetic videos' pixels (detector, no-tool, uniform crops, oracle)."""
 
-from .agents import BASELINES, DetectorAgent, NoToolAgent, OracleAgent, ScriptedAgent, UniformAgent, make_baseline
+from .agents import (
+    BASELINES,
+    DetectorAgent,
+    NoToolAgent,
+    OracleAgent,
+    ScriptedAgent,
+    UniformAgent,
+    make_baseline,
+)
 from .runner import EpisodeResult, play_episode
 
 __all__ = [

@@ -38,7 +38,9 @@ class ScriptedAgent:
     def reset(self, obs: dict[str, Any], info: dict[str, Any], sample: VideoQASample | None = None) -> None:
         limits = info.get("limits", {})
         self.max_turns = int(limits.get("max_turns", 3))
-        self.n_crops = 1 if limits.get("dispatch", "parallel") == "sequential" else int(limits.get("max_parallel", 5))
+        self.n_crops = (
+            1 if limits.get("dispatch", "parallel") == "sequential" else int(limits.get("max_parallel", 5))
+        )
         self.max_frames = int(limits.get("crop_max_frames", 16))
         self.query: Query = parse_query(obs["text"], info.get("duration"))
         self.duration = self.query.duration
@@ -60,7 +62,9 @@ class ScriptedAgent:
     # --- text -------------------------------------------------------------------------------------------
     def final_answer(self) -> str:
         text, reason = answer(self.query, self.evidence)
-        return f"<think>I have seen {len(self.evidence.seen)} frames; {reason}.</think>\n<answer>{text}</answer>"
+        return (
+            f"<think>I have seen {len(self.evidence.seen)} frames; {reason}.</think>\n<answer>{text}</answer>"
+        )
 
     def tool_turn(self, windows: list[tuple[float, float]]) -> str:
         found = sorted(self.evidence.first_seen().items(), key=lambda kv: kv[1])

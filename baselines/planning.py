@@ -31,7 +31,9 @@ def _points(gaps: Sequence[tuple[float, float]], spacing: float) -> list[float]:
     return out
 
 
-def plan_points(gaps: Sequence[tuple[float, float]], budget: int, target: float = SEARCH_SPACING) -> list[float]:
+def plan_points(
+    gaps: Sequence[tuple[float, float]], budget: int, target: float = SEARCH_SPACING
+) -> list[float]:
     """New frame times that bring every gap to the finest spacing (>= ``target``) that ``budget`` frames allow."""
     if budget <= 0 or not gaps or max(b - a for a, b in gaps) <= target:
         return []
@@ -47,7 +49,9 @@ def plan_points(gaps: Sequence[tuple[float, float]], budget: int, target: float 
     return _points(gaps, hi)
 
 
-def windows_for(points: Sequence[float], n_crops: int, max_frames: int, duration: float) -> list[tuple[float, float]]:
+def windows_for(
+    points: Sequence[float], n_crops: int, max_frames: int, duration: float
+) -> list[tuple[float, float]]:
     """At most ``n_crops`` windows whose uniformly spread frames (at most ``max_frames`` each) cover ``points``.
 
     Consecutive points are grouped: first cut where the points jump by much more than their usual spacing
@@ -61,7 +65,9 @@ def windows_for(points: Sequence[float], n_crops: int, max_frames: int, duration
     groups = [pts]
     if steps:
         typical = sorted(steps)[len(steps) // 2]
-        jumps = sorted((i for i, d in enumerate(steps) if d > 2 * max(typical, MIN_WINDOW)), key=lambda i: -steps[i])
+        jumps = sorted(
+            (i for i, d in enumerate(steps) if d > 2 * max(typical, MIN_WINDOW)), key=lambda i: -steps[i]
+        )
         cuts = sorted(jumps[: n_crops - 1])
         groups, start = [], 0
         for c in cuts:

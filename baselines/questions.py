@@ -85,11 +85,15 @@ class Evidence:
             out.setdefault(d.label, d.t)
         return out
 
-    def with_(self, *, shape: str | None = None, colour: str | None = None, label: str | None = None) -> list[Detection]:
+    def with_(
+        self, *, shape: str | None = None, colour: str | None = None, label: str | None = None
+    ) -> list[Detection]:
         return [
             d
             for d in self.detections
-            if (shape is None or d.shape == shape) and (colour is None or d.colour == colour) and (label is None or d.label == label)
+            if (shape is None or d.shape == shape)
+            and (colour is None or d.colour == colour)
+            and (label is None or d.label == label)
         ]
 
 
@@ -142,19 +146,27 @@ def answer(query: Query, ev: Evidence) -> tuple[str, str]:
             later = sorted((t, lab) for lab, t in first.items() if t > t0 and lab != query.subject)
             if later:
                 t, lab = later[0]
-                return _letter_for(query, lab) or _guess(query, set()), f"after {t0:.1f} s the next shape is the {lab} at {t:.1f} s"
+                return _letter_for(query, lab) or _guess(
+                    query, set()
+                ), f"after {t0:.1f} s the next shape is the {lab} at {t:.1f} s"
         return _guess(query, {query.subject}), f"I could not place what follows the {query.subject}"
     if query.kind == "count":
         n = len(first)
         letter = _letter_for(query, str(n))
         if letter is None and query.options:
             # Fewer found than any option: the smallest option is the best guess.
-            letter = min(query.options, key=lambda k: abs(int(query.options[k]) - n) if query.options[k].isdigit() else 99)
+            letter = min(
+                query.options,
+                key=lambda k: abs(int(query.options[k]) - n) if query.options[k].isdigit() else 99,
+            )
         return (letter or str(n)), f"I found {n} distinct shapes: {sorted(first)}"
     if query.kind == "when":
         span = event_span(ev, query.subject, query.duration)
         if span is not None:
-            return f"[{span[0]:.1f}, {span[1]:.1f}]", f"the {query.subject} is visible from about {span[0]:.1f} to {span[1]:.1f} s"
+            return (
+                f"[{span[0]:.1f}, {span[1]:.1f}]",
+                f"the {query.subject} is visible from about {span[0]:.1f} to {span[1]:.1f} s",
+            )
         return f"[0.0, {query.duration:.1f}]", f"I did not find the {query.subject}"
     return _guess(query, set()) or "unknown", "I do not understand the question"
 
@@ -185,4 +197,7 @@ def boundary_gaps(ev: Evidence, label: str, duration: float) -> list[tuple[float
     lo, hi = min(hits), max(hits)
     before = [t for t in ev.seen if t < lo - 1e-6]
     after = [t for t in ev.seen if t > hi + 1e-6]
-    return [(before[-1] if before else max(0.0, lo - 8.0), lo), (hi, after[0] if after else min(duration, hi + 8.0))]
+    return [
+        (before[-1] if before else max(0.0, lo - 8.0), lo),
+        (hi, after[0] if after else min(duration, hi + 8.0)),
+    ]

@@ -32,7 +32,9 @@ class EpisodeResult:
         return asdict(self)
 
 
-def play_episode(env, agent: ScriptedAgent, *, seed: int | None = None, options: dict[str, Any] | None = None) -> EpisodeResult:
+def play_episode(
+    env, agent: ScriptedAgent, *, seed: int | None = None, options: dict[str, Any] | None = None
+) -> EpisodeResult:
     """Reset ``env`` (a ``VideoToolEnv`` or a gymnasium wrapper of one), let ``agent`` play to the end."""
     t0 = time.perf_counter()
     obs, info = env.reset(seed=seed, options=options)

@@ -35,7 +35,10 @@ def agent_factories(policy: str) -> dict[str, Callable[[], ScriptedAgent]]:
 
 
 def run_mode(
-    samples: Sequence[VideoQASample], make_agent: Callable[[], ScriptedAgent], config: EnvConfig, progress: bool = False
+    samples: Sequence[VideoQASample],
+    make_agent: Callable[[], ScriptedAgent],
+    config: EnvConfig,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Play every sample once; summarise accuracy, turns, executed crops and wall time."""
     env = VideoToolEnv(list(samples), config)
@@ -45,7 +48,9 @@ def run_mode(
     if progress:
         from tqdm import tqdm
 
-        iterator = tqdm(iterator, desc=config.dispatch if make_agent().name != "no_tool" else "no_tool", unit="ep")
+        iterator = tqdm(
+            iterator, desc=config.dispatch if make_agent().name != "no_tool" else "no_tool", unit="ep"
+        )
     try:
         for i in iterator:
             episodes.append(play_episode(env, make_agent(), options={"index": i}))
@@ -89,9 +94,13 @@ def run_dispatch_benchmark(
     results = {}
     for mode in MODES:
         dispatch = "sequential" if mode == "sequential" else "parallel"
-        config = EnvConfig(dispatch=dispatch, frame_budget=frame_budget, max_turns=max_turns, max_parallel=max_parallel)
+        config = EnvConfig(
+            dispatch=dispatch, frame_budget=frame_budget, max_turns=max_turns, max_parallel=max_parallel
+        )
         results[mode] = run_mode(samples, agents[mode], config, progress)
-        results[mode].update(policy=agents[mode]().name, dispatch=dispatch, frame_budget=frame_budget, max_turns=max_turns)
+        results[mode].update(
+            policy=agents[mode]().name, dispatch=dispatch, frame_budget=frame_budget, max_turns=max_turns
+        )
     return results
 
 
@@ -129,7 +138,10 @@ def plot(results: dict[str, dict[str, Any]], path: str | Path) -> Path:
     modes = list(results)
     fig, axes = plt.subplots(1, 3, figsize=(10, 3.2))
     for ax, key, title in zip(
-        axes, ("accuracy", "mean_turns", "mean_tool_calls"), ("accuracy", "mean turns", "mean tool calls"), strict=True
+        axes,
+        ("accuracy", "mean_turns", "mean_tool_calls"),
+        ("accuracy", "mean turns", "mean tool calls"),
+        strict=True,
     ):
         values = [results[m][key] for m in modes]
         bars = ax.bar(modes, values, color=["#2a9d8f", "#e9c46a", "#adb5bd"][: len(modes)])
@@ -137,7 +149,9 @@ def plot(results: dict[str, dict[str, Any]], path: str | Path) -> Path:
         ax.set_title(title)
         ax.tick_params(axis="x", labelsize=8)
     any_mode = next(iter(results.values()))
-    fig.suptitle(f"{any_mode['policy']}: K = {any_mode['frame_budget']}, {any_mode['max_turns']} turns, n = {any_mode['n']}")
+    fig.suptitle(
+        f"{any_mode['policy']}: K = {any_mode['frame_budget']}, {any_mode['max_turns']} turns, n = {any_mode['n']}"
+    )
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=120)

@@ -10,7 +10,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
     which = p.add_subparsers(dest="bench", metavar="BENCH", required=True)
     d = which.add_parser("dispatch", help="parallel vs sequential vs no-tool on the same samples")
     d.add_argument("--data", required=True, help="samples file or directory holding samples.jsonl")
-    d.add_argument("--policy", default="detector", help="scripted policy: detector, uniform, oracle (default detector)")
+    d.add_argument(
+        "--policy", default="detector", help="scripted policy: detector, uniform, oracle (default detector)"
+    )
     d.add_argument("--frame-budget", type=int, default=8, help="overview frames K (default 8)")
     d.add_argument("--max-turns", type=int, default=3, help="turns per episode (default 3)")
     d.add_argument("--max-parallel", type=int, default=5, help="crops per turn in parallel mode (default 5)")
