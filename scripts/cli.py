@@ -14,6 +14,7 @@ import sys
 # name -> (module, one-line help). Modules are imported only when their subcommand runs or --help is asked.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("scripts.synth", "generate synthetic needle-in-a-haystack long videos with questions"),
+    "eval": ("scripts.eval", "evaluate a policy on a dataset (resumable), or compare runs"),
     "bench": ("scripts.bench", "benchmarks: parallel vs sequential tool dispatch"),
 }
 

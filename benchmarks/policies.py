@@ -1,0 +1,30 @@
+"""Policy specs of the command line (``detector``, ``hf:PATH``, ``openai:URL``, ``sglang:URL``) -> agents.
+
+An agent is anything with ``reset(obs, info, sample)`` and ``act(obs) -> str`` (``baselines.ScriptedAgent``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from baselines import BASELINES, make_baseline
+
+MODEL_PREFIXES = ("hf:", "openai:", "sglang:")
+
+
+def make_agent_factory(
+    spec: str, *, max_new_tokens: int = 2048, tool_result: str = "frames"
+) -> tuple[Callable[[], Any], Any]:
+    """A zero-argument agent factory for ``spec``, and the sub-agent the env should call (or ``None``)."""
+    if spec in BASELINES:
+        if tool_result == "subagent":
+            raise ValueError("scripted baselines read frames themselves: use --tool-result frames with them")
+        return (lambda: make_baseline(spec)), None
+    if spec.startswith(MODEL_PREFIXES):
+        from learners.policies import agent_for_spec  # torch/transformers/http stacks, imported only here
+
+        return agent_for_spec(spec, max_new_tokens=max_new_tokens, tool_result=tool_result)
+    raise ValueError(
+        f"unknown policy {spec!r}; use one of {sorted(BASELINES)} or hf:PATH, openai:URL, sglang:URL"
+    )

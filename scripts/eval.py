@@ -1,0 +1,80 @@
+"""``paravt eval``: run a policy through the env on a dataset (resumable), or compare finished runs.
+
+paravt eval --policy detector --data runs/synth --out runs/eval_detector [--dispatch sequential] ...
+paravt eval compare runs/eval_parallel runs/eval_sequential
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_parser(sub, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    p.add_argument(
+        "compare_dirs", nargs="*", metavar="compare DIR", help="'compare DIR1 DIR2 ...': side-by-side table"
+    )
+    p.add_argument(
+        "--policy", help="detector | no_tool | uniform | oracle | hf:PATH | openai:URL | sglang:URL"
+    )
+    p.add_argument("--data", help="samples file or directory (anything load_samples reads)")
+    p.add_argument("--video-root", default=None, help="directory the data's video paths are relative to")
+    p.add_argument("--out", help="output directory (rerun with the same --out to resume)")
+    p.add_argument("--dispatch", choices=("parallel", "sequential"), default="parallel")
+    p.add_argument("--frame-budget", type=int, default=64, help="overview frames K (default 64)")
+    p.add_argument("--max-turns", type=int, default=3, help="turns per episode (default 3)")
+    p.add_argument("--max-parallel", type=int, default=5, help="crops per turn (default 5)")
+    p.add_argument(
+        "--prompt-mode", choices=("direct", "reasoning", "agentic", "agentic_minimal"), default="agentic"
+    )
+    p.add_argument("--tool-result", choices=("frames", "subagent"), default="frames")
+    p.add_argument("--limit", type=int, default=None, help="only the first N samples")
+    p.add_argument("--concurrency", type=int, default=1, help="episodes in flight (default 1)")
+    p.add_argument(
+        "--max-new-tokens", type=int, default=2048, help="model policies: tokens per turn (default 2048)"
+    )
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from benchmarks.evaluation import EvalOptions, compare, evaluate, to_markdown
+    from benchmarks.policies import make_agent_factory
+
+    if args.compare_dirs:
+        if args.compare_dirs[0] != "compare" or len(args.compare_dirs) < 2:
+            raise ValueError("usage: paravt eval compare DIR1 [DIR2 ...]")
+        print(compare(args.compare_dirs[1:]), end="")
+        return 0
+    missing = [f"--{k}" for k in ("policy", "data", "out") if not getattr(args, k)]
+    if missing:
+        raise ValueError(f"paravt eval needs {', '.join(missing)}")
+    from paravt_env import load_samples
+
+    samples = load_samples(args.data, video_root=args.video_root, strict=False)
+    if args.limit is not None:
+        samples = samples[: args.limit]
+    options = EvalOptions(
+        dispatch=args.dispatch,
+        frame_budget=args.frame_budget,
+        max_turns=args.max_turns,
+        max_parallel=args.max_parallel,
+        prompt_mode=args.prompt_mode,
+        tool_result=args.tool_result,
+    )
+    factory, subagent = make_agent_factory(
+        args.policy, max_new_tokens=args.max_new_tokens, tool_result=args.tool_result
+    )
+    summary = evaluate(
+        samples,
+        factory,
+        args.out,
+        options,
+        concurrency=args.concurrency,
+        progress=not args.no_progress,
+        run_config={"policy": args.policy, "data": str(args.data)},
+        subagent=subagent,
+    )
+    print(to_markdown(summary, f"Evaluation: {args.policy} on {args.data}"), file=sys.stdout)
+    return 0
