@@ -88,7 +88,7 @@ def test_odd_actions_never_raise(samples, action):
 
 TAGS = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_code>", "</tool_code>", "<answer>", "</answer>",
         "<tool_response>", "<|im_end|>", "<|im_start|>", "{", "}", '"name"', '"crop_video"', '"arguments"', ":", ","]  # fmt: skip
-TIMES = [0, 1, -5, 3.5, 1e9, -1e9, 1e308, "nan", "inf", "-inf", "01:05", "x", None, True, [], {}]
+TIMES = [0, 1, 2, 4, 7.5, 12, 20, 33, -5, 3.5, 1e9, -1e9, 1e308, "nan", "inf", "-inf", "01:05", "x", None, True, [], {}]
 
 
 def _fuzz_action(rng: random.Random, env) -> str:
