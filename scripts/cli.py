@@ -15,6 +15,7 @@ import sys
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("scripts.synth", "generate synthetic needle-in-a-haystack long videos with questions"),
     "eval": ("scripts.eval", "evaluate a policy on a dataset (resumable), or compare runs"),
+    "tiny-model": ("scripts.tiny_model", "build a tiny random-weight Qwen-VL checkpoint locally (tests, CPU default)"),
     "bench": ("scripts.bench", "benchmarks: parallel vs sequential tool dispatch"),
 }
 

@@ -30,3 +30,12 @@ def synth_small(tmp_path_factory):
     out = tmp_path_factory.mktemp("synth_small")
     samples = generate_dataset(out, SynthConfig(n=8, seed=5, min_duration=40, max_duration=150), progress=False)
     return out, samples
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3(tmp_path_factory):
+    """A tiny random-weight Qwen3-VL checkpoint built locally (no hub), once per test session."""
+    pytest.importorskip("torch")
+    from learners.policies.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny_qwen3_vl") / "model", arch="qwen3_vl", seed=0)

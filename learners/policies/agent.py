@@ -1,0 +1,67 @@
+"""Model policies in the env: ``PolicyAgent`` plays the main agent (``reset`` / ``act`` like the scripted
+baselines), ``PolicySubAgent`` answers the env's sub-agent requests with the same weights, batched."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT, SubAgentRequest
+
+from .base import Conversation, Message, Policy
+
+_THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
+
+
+def observation_message(role: str, obs: dict[str, Any], text: str | None = None) -> Message:
+    return Message(role, obs["text"] if text is None else text, [f for f in obs["frames"]])
+
+
+class PolicyAgent:
+    """Keeps the conversation of one episode and asks the policy for each turn."""
+
+    name = "policy"
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.conversation: Conversation = []
+        self.generations: list = []
+
+    def reset(self, obs: dict[str, Any], info: dict[str, Any], sample: Any = None) -> None:
+        self.conversation = [
+            Message("system", info["system_prompt"]),
+            Message("user", info["user_prompt"], [f for f in obs["frames"]]),
+        ]
+        self.generations = []
+        self._first = True
+
+    def act(self, obs: dict[str, Any]) -> str:
+        if not self._first:  # the env's feedback (tool responses and their frames) comes back as a user turn
+            self.conversation.append(observation_message("user", obs))
+        self._first = False
+        [gen] = self.policy.generate([self.conversation])
+        self.generations.append(gen)
+        self.conversation.append(Message("assistant", gen.text))
+        return gen.text
+
+
+class PolicySubAgent:
+    """The env's sub-agent: each crop's frames and the main question go to the policy, all crops of a turn
+    in one batch; the reply (its reasoning removed) is the summary the main agent reads."""
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+
+    def _conversation(self, request: SubAgentRequest) -> Conversation:
+        return [
+            Message("system", SUBAGENT_SYSTEM_PROMPT),
+            Message("user", request.prompt(), [f for f in request.frames.images]),
+        ]
+
+    def batch(self, requests: Sequence[SubAgentRequest]) -> list[str]:
+        gens = self.policy.generate([self._conversation(r) for r in requests])
+        return [_THINK_RE.sub("", g.text).strip() or g.text.strip() for g in gens]
+
+    def __call__(self, request: SubAgentRequest) -> str:
+        return self.batch([request])[0]

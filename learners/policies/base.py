@@ -1,0 +1,64 @@
+"""What a policy is: given conversations (text with ``<image>`` placeholders plus frames), produce the next
+assistant turn of each, with the generated token ids and their log-probabilities.
+
+The env writes every frame into its text as ``<t seconds><image>``; a policy puts the frames at the
+placeholders, in order, through its own model's processor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from paravt_env.protocol import IMAGE_PLACEHOLDER
+
+
+@dataclass
+class Message:
+    """One chat message; ``text`` holds one ``<image>`` placeholder per entry of ``images``."""
+
+    role: str
+    text: str
+    images: list[np.ndarray] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        n = self.text.count(IMAGE_PLACEHOLDER)
+        if n != len(self.images):
+            raise ValueError(f"{self.role} message has {n} {IMAGE_PLACEHOLDER} placeholders but {len(self.images)} images")
+
+    def parts(self) -> list[dict]:
+        """Chat-template content parts: text and image parts in reading order."""
+        out: list[dict] = []
+        chunks = self.text.split(IMAGE_PLACEHOLDER)
+        for i, chunk in enumerate(chunks):
+            if chunk:
+                out.append({"type": "text", "text": chunk})
+            if i < len(chunks) - 1:
+                out.append({"type": "image"})
+        return out
+
+
+Conversation = list[Message]
+
+
+@dataclass
+class Generation:
+    """One generated turn: its text (with any forced prefix), the ids the model generated, and their
+    log-probabilities under the sampling distribution (temperature and top-p applied)."""
+
+    text: str
+    token_ids: list[int]
+    logprobs: list[float]
+    prefix: str = ""  # forced text before the generation (e.g. "<think>\n"); not generated, not in token_ids
+    prefix_ids: list[int] = field(default_factory=list)
+    finish_reason: str = "stop"  # "stop" (end-of-turn token) or "length"
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """A batched turn generator (the main agent, a sub-agent, or both: ParaVT shares the weights)."""
+
+    def generate(self, conversations: Sequence[Conversation]) -> list[Generation]: ...

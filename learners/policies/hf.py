@@ -1,0 +1,265 @@
+"""``HFPolicy``: a transformers Qwen-VL checkpoint (Qwen2.5-VL, Qwen3-VL) as a batched policy.
+
+    policy = HFPolicy.from_pretrained("Qwen/Qwen3-VL-8B-Instruct", max_new_tokens=2048, temperature=0.7)
+    [gen] = policy.generate([[Message("system", prompt), Message("user", obs_text, list(obs_frames))]])
+
+Frames go through the checkpoint's own image processor and chat template (an image part per ``<image>``
+placeholder, right after its ``<t seconds>`` marker). Sampling returns the generated ids and their
+log-probabilities under the sampling distribution, which is what GRPO's importance ratio needs.
+``think_prefix=True`` forces every response to start with ``<think>\\n`` (a PARA-GRPO knob): the prefix is
+part of the prompt, so it is neither sampled nor trained on.
+
+The encoding is also exposed piecewise (``encode``, ``encode_continuation``, ``generate_encoded``) so that a
+multi-turn rollout can extend the exact token sequence the model generated instead of re-tokenising text.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from .base import Conversation, Generation, Message
+from .vision_inputs import IMAGE_PAD, expand_image_tokens, load_tokenizer_and_image_processor
+
+THINK_PREFIX = "<think>\n"
+
+
+@dataclass
+class Encoded:
+    """Token ids of a (partial) conversation and the processed pixels of its images, in order."""
+
+    input_ids: list[int]
+    pixel_values: torch.Tensor | None = None
+    image_grid_thw: torch.Tensor | None = None
+
+    @property
+    def n_images(self) -> int:
+        return 0 if self.image_grid_thw is None else int(self.image_grid_thw.shape[0])
+
+    def __add__(self, other: Encoded) -> Encoded:
+        def cat(a, b):
+            if a is None:
+                return b
+            return a if b is None else torch.cat([a, b], dim=0)
+
+        return Encoded(
+            self.input_ids + other.input_ids,
+            cat(self.pixel_values, other.pixel_values),
+            cat(self.image_grid_thw, other.image_grid_thw),
+        )
+
+    def with_ids(self, ids: Sequence[int]) -> Encoded:
+        return Encoded(self.input_ids + list(ids), self.pixel_values, self.image_grid_thw)
+
+
+class HFPolicy:
+    """A Qwen-VL model with its tokenizer and image processor, generating in batches."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        image_processor: Any,
+        *,
+        max_new_tokens: int = 512,
+        temperature: float = 0.7,
+        top_p: float = 1.0,
+        think_prefix: bool = False,
+        min_pixels: int | None = None,
+        max_pixels: int | None = None,
+    ) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.image_processor = image_processor
+        self.max_new_tokens = int(max_new_tokens)
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.think_prefix = bool(think_prefix)
+        self.pixel_kwargs = {}
+        if min_pixels is not None or max_pixels is not None:
+            size = dict(getattr(image_processor, "size", None) or {})
+            size.update({k: v for k, v in (("shortest_edge", min_pixels), ("longest_edge", max_pixels)) if v})
+            self.pixel_kwargs["size"] = size
+        self.merge_size = int(getattr(image_processor, "merge_size", 2))
+        eos = model.generation_config.eos_token_id
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+        self.eos_ids = sorted({*eos, *([im_end] if isinstance(im_end, int) and im_end >= 0 else [])})
+        if not self.eos_ids:
+            raise ValueError("the model has no end-of-turn token (generation_config.eos_token_id and <|im_end|> missing)")
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
+        self.image_pad_id = tokenizer.convert_tokens_to_ids(IMAGE_PAD)
+        video_pad = tokenizer.convert_tokens_to_ids("<|video_pad|>")
+        self.video_pad_id = video_pad if isinstance(video_pad, int) and video_pad != tokenizer.unk_token_id else None
+        self._lock = threading.Lock()  # one generate() at a time: concurrent episodes share the weights
+        # A sampled image/video pad would claim pixels that do not exist and break the next forward pass.
+        self.suppress_ids = [i for i in (tokenizer.convert_tokens_to_ids(t) for t in (IMAGE_PAD, "<|video_pad|>"))
+                             if isinstance(i, int) and i >= 0 and i != tokenizer.unk_token_id]  # fmt: skip
+
+    @classmethod
+    def from_pretrained(
+        cls, path: str | Path, *, device: str = "cpu", dtype: str | torch.dtype | None = None, **kwargs: Any
+    ) -> HFPolicy:
+        """Load any image-text-to-text checkpoint of the Qwen2.5-VL / Qwen3-VL families."""
+        from transformers import AutoModelForImageTextToText
+
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if isinstance(dtype, str):
+            dtype = {"auto": "auto", "bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp32": torch.float32,
+                     "float32": torch.float32, "fp16": torch.float16}[dtype]  # fmt: skip
+        model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype or torch.float32).to(device)
+        model.eval()
+        tokenizer, image_processor = load_tokenizer_and_image_processor(path)
+        return cls(model, tokenizer, image_processor, **kwargs)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    # --- encoding -------------------------------------------------------------------------------------------
+    def render(self, messages: Sequence[Message], add_generation_prompt: bool) -> str:
+        chat = [{"role": m.role, "content": m.parts()} for m in messages]
+        return self.tokenizer.apply_chat_template(chat, add_generation_prompt=add_generation_prompt, tokenize=False)
+
+    def _encode_text(self, text: str, images: Sequence[np.ndarray]) -> Encoded:
+        if not images:
+            return Encoded(self.tokenizer.encode(text, add_special_tokens=False))
+        processed = self.image_processor(images=[np.asarray(im) for im in images], return_tensors="pt", **self.pixel_kwargs)
+        grid = processed["image_grid_thw"]
+        text = expand_image_tokens(text, grid, self.merge_size)
+        return Encoded(self.tokenizer.encode(text, add_special_tokens=False), processed["pixel_values"], grid)
+
+    def encode(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> Encoded:
+        """A whole conversation (plus the think prefix when generating)."""
+        text = self.render(messages, add_generation_prompt)
+        if add_generation_prompt and self.think_prefix:
+            text += THINK_PREFIX
+        return self._encode_text(text, [im for m in messages for im in m.images])
+
+    def encode_continuation(self, history: Sequence[Message], new: Sequence[Message]) -> Encoded:
+        """The tokens that follow ``history`` (ending with the assistant's last turn) when ``new`` messages
+        are added and the assistant is prompted again: the chat template's text of the extension only."""
+        before = self.render(history, add_generation_prompt=False)
+        after = self.render([*history, *new], add_generation_prompt=True)
+        if not after.startswith(before):  # a template that rewrites earlier turns: fall back to ChatML
+            after = before + "".join(f"<|im_start|>{m.role}\n" + _inline(m) + "<|im_end|>\n" for m in new)
+            after += "<|im_start|>assistant\n"
+        delta = after[len(before) :]
+        if self.think_prefix:
+            delta += THINK_PREFIX
+        return self._encode_text(delta, [im for m in new for im in m.images])
+
+    def end_of_turn(self) -> list[int]:
+        """What closes an assistant turn that was cut at max_new_tokens (the template's end token)."""
+        return self.tokenizer.encode("<|im_end|>\n", add_special_tokens=False)
+
+    # --- generation -----------------------------------------------------------------------------------------
+    def generate_encoded(self, prompts: Sequence[Encoded]) -> list[Generation]:
+        """Sample one continuation per prompt, in one left-padded batch."""
+        if not prompts:
+            return []
+        with self._lock, torch.no_grad():
+            return self._generate(prompts)
+
+    def _generate(self, prompts: Sequence[Encoded]) -> list[Generation]:
+        width = max(len(p.input_ids) for p in prompts)
+        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p.input_ids) :] = torch.tensor(p.input_ids, dtype=torch.long)
+            mask[i, width - len(p.input_ids) :] = 1
+        inputs: dict[str, Any] = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device)}
+        inputs["mm_token_type_ids"] = self._token_types(ids).to(self.device)
+        with_images = [p for p in prompts if p.n_images]
+        if with_images:
+            inputs["pixel_values"] = torch.cat([p.pixel_values for p in with_images]).to(self.device, self.model.dtype)
+            inputs["image_grid_thw"] = torch.cat([p.image_grid_thw for p in with_images]).to(self.device)
+        sample = self.temperature > 0
+        out = self.model.generate(
+            **inputs,
+            max_new_tokens=self.max_new_tokens,
+            do_sample=sample,
+            temperature=self.temperature if sample else None,
+            top_p=self.top_p if sample else None,
+            top_k=None,
+            eos_token_id=self.eos_ids,
+            pad_token_id=self.pad_id,
+            suppress_tokens=self.suppress_ids or None,
+            return_dict_in_generate=True,
+            output_scores=True,
+        )
+        new = out.sequences[:, width:].cpu()
+        # scores are the processed logits that were sampled from (temperature, top-p): log_softmax of them is
+        # the behaviour policy's log-probability.
+        logp = torch.stack([torch.log_softmax(s.float(), dim=-1) for s in out.scores], dim=1).cpu()
+        chosen = logp.gather(-1, new.unsqueeze(-1)).squeeze(-1)
+        gens = []
+        prefix = THINK_PREFIX if self.think_prefix else ""
+        for i in range(len(prompts)):
+            row = new[i].tolist()
+            stop = next((j for j, t in enumerate(row) if t in self.eos_ids), None)
+            n = len(row) if stop is None else stop + 1
+            token_ids = row[:n]
+            text = self.tokenizer.decode([t for t in token_ids if t not in self.eos_ids], skip_special_tokens=False)
+            gens.append(
+                Generation(
+                    text=prefix + text,
+                    token_ids=token_ids,
+                    logprobs=[float(x) for x in chosen[i, :n]],
+                    prefix=prefix,
+                    prefix_ids=self.tokenizer.encode(prefix, add_special_tokens=False) if prefix else [],
+                    finish_reason="stop" if stop is not None else "length",
+                )
+            )
+        return gens
+
+    def model_inputs(self, encoded: Encoded) -> dict[str, Any]:
+        """Forward-pass inputs of one whole sequence (batch of 1)."""
+        ids = torch.tensor([encoded.input_ids])
+        inputs: dict[str, Any] = {"input_ids": ids.to(self.device), "mm_token_type_ids": self._token_types(ids).to(self.device)}
+        if encoded.n_images:
+            inputs["pixel_values"] = encoded.pixel_values.to(self.device, self.model.dtype)
+            inputs["image_grid_thw"] = encoded.image_grid_thw.to(self.device)
+        return inputs
+
+    def _token_types(self, ids: torch.Tensor) -> torch.Tensor:
+        """Multimodal RoPE needs to know which tokens are image (1) or video (2) placeholders."""
+        types = torch.zeros_like(ids)
+        types[ids == self.image_pad_id] = 1
+        if self.video_pad_id is not None:
+            types[ids == self.video_pad_id] = 2
+        return types
+
+    def sequence_logprobs(self, encoded: Encoded, model: Any = None, temperature: float | None = None) -> torch.Tensor:
+        """log p(token_t | tokens_<t) for t = 1..T-1 under ``model`` (default: this policy's), at the sampling
+        temperature; differentiable when grad is enabled (the learners' forward pass)."""
+        model = self.model if model is None else model
+        temperature = self.temperature if temperature is None else temperature
+        logits = model(**self.model_inputs(encoded)).logits[0, :-1].float()
+        if temperature and temperature > 0:
+            logits = logits / temperature
+        targets = torch.tensor(encoded.input_ids[1:], device=logits.device)
+        suppressed = torch.zeros_like(targets, dtype=torch.bool)
+        if self.suppress_ids:  # the sampling distribution never puts mass on image pads: neither does this
+            banned = torch.zeros(logits.shape[-1], dtype=torch.bool, device=logits.device)
+            banned[self.suppress_ids] = True
+            logits = logits.masked_fill(banned, float("-inf"))
+            suppressed = torch.isin(targets, torch.tensor(self.suppress_ids, device=targets.device))
+        lp = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        # Pads are prompt tokens (never trained on); give them 0 rather than -inf so masks multiply cleanly.
+        return torch.where(suppressed, torch.zeros_like(lp), lp)
+
+    def generate(self, conversations: Sequence[Conversation]) -> list[Generation]:
+        """The next assistant turn of each conversation."""
+        return self.generate_encoded([self.encode(c) for c in conversations])
+
+
+def _inline(message: Message) -> str:
+    return message.text.replace("<image>", f"<|vision_start|>{IMAGE_PAD}<|vision_end|>")

@@ -1,0 +1,57 @@
+"""Loading a Qwen-VL checkpoint's tokenizer and image processor, and turning messages into model inputs.
+
+``AutoProcessor`` of the Qwen-VL families also builds a *video* processor, which needs torchvision; CPU
+machines with the CPU torch wheel cannot load torchvision. The policy never sends videos (the env gives it
+frames), so it needs only the tokenizer and the image processor: ``load_tokenizer_and_image_processor``
+uses ``AutoProcessor`` when it works and otherwise reads the same files itself (the PIL image processor of
+the Qwen2-VL family, the checkpoint's own chat template), and ``expand_image_tokens`` does the processor's
+one text step: each ``<|image_pad|>`` becomes as many pads as the image has merged patches.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+IMAGE_PAD = "<|image_pad|>"
+
+
+def load_tokenizer_and_image_processor(path: str | Path) -> tuple[Any, Any]:
+    from transformers import AutoTokenizer
+
+    try:
+        from transformers import AutoProcessor
+
+        processor = AutoProcessor.from_pretrained(path)
+        return processor.tokenizer, processor.image_processor
+    except (ImportError, AttributeError, ValueError, OSError):
+        pass  # no torchvision here: build the two parts we need from the checkpoint's files
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    path = Path(path)
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    settings: dict[str, Any] = {}
+    for name in ("preprocessor_config.json", "processor_config.json"):
+        if (path / name).is_file():
+            data = json.loads((path / name).read_text())
+            settings = data.get("image_processor", data)
+            break
+    keep = {"patch_size", "merge_size", "temporal_patch_size", "image_mean", "image_std", "size", "min_pixels",
+            "max_pixels", "do_convert_rgb", "do_normalize", "do_rescale", "rescale_factor", "resample"}  # fmt: skip
+    image_processor = Qwen2VLImageProcessorPil(**{k: v for k, v in settings.items() if k in keep})
+    if tokenizer.chat_template is None and (path / "chat_template.jinja").is_file():
+        tokenizer.chat_template = (path / "chat_template.jinja").read_text()
+    return tokenizer, image_processor
+
+
+def expand_image_tokens(text: str, grid_thw, merge_size: int) -> str:
+    """Replace the i-th ``<|image_pad|>`` by ``prod(grid_thw[i]) / merge_size**2`` pads."""
+    pieces = text.split(IMAGE_PAD)
+    if len(pieces) - 1 != len(grid_thw):
+        raise ValueError(f"text has {len(pieces) - 1} image pads but {len(grid_thw)} images were processed")
+    out = [pieces[0]]
+    for piece, thw in zip(pieces[1:], grid_thw, strict=True):
+        out.append(IMAGE_PAD * (int(thw[0]) * int(thw[1]) * int(thw[2]) // merge_size**2))
+        out.append(piece)
+    return "".join(out)

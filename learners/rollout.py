@@ -1,0 +1,162 @@
+"""Rollouts: play the env with a model policy and keep the episode in token space for the learners.
+
+A ``Trajectory`` is one episode as the model saw it: the exact token sequence (prompt, every generated turn,
+every tool response), a ``loss_mask`` that is 1 only on tokens the policy generated, their behaviour
+log-probabilities, a ``struct_mask`` on the structural tags (``<think>``, ``</think>``, ``<tool_call>``,
+``</tool_call>``, ``<answer>``, ``</answer>``) for Exploration Anchoring, the images in order, the frame
+budget K and the reward breakdown. Turns are appended to the sequence as generated ids, never re-tokenised,
+so the learner scores exactly what was sampled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from paravt_env.protocol import STRUCTURAL_TAGS
+
+from .policies.agent import PolicySubAgent, observation_message
+from .policies.base import Message
+from .policies.hf import Encoded, HFPolicy
+
+
+@dataclass
+class Trajectory:
+    """One episode in token space, and how it was scored."""
+
+    input_ids: list[int]
+    loss_mask: list[int]
+    logprobs: list[float]
+    struct_mask: list[int]
+    encoded: Encoded = field(repr=False)
+    reward: float = 0.0
+    breakdown: dict[str, float] = field(default_factory=dict)
+    frame_budget: int = 0
+    turns: int = 0
+    tool_calls: int = 0
+    sample_id: str = ""
+    epoch: int = 0
+    turn_texts: list[str] = field(default_factory=list)
+    truncated: bool = False
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+    @property
+    def n_generated(self) -> int:
+        return sum(self.loss_mask)
+
+
+class _Builder:
+    """Accumulates one episode's tokens as the turns happen."""
+
+    def __init__(self, policy: HFPolicy, prompt: Encoded, history: list[Message]) -> None:
+        self.policy = policy
+        self.encoded = prompt
+        self.history = history
+        self.loss_mask = [0] * len(prompt.input_ids)
+        self.logprobs = [0.0] * len(prompt.input_ids)
+        self.struct = [0] * len(prompt.input_ids)
+        self.texts: list[str] = []
+        self._tag_ids = [policy.tokenizer.encode(t, add_special_tokens=False) for t in STRUCTURAL_TAGS]
+
+    def add_turn(self, gen) -> None:
+        ids = list(gen.token_ids)
+        self.encoded = self.encoded.with_ids(ids)
+        self.loss_mask += [1] * len(ids)
+        self.logprobs += list(gen.logprobs)
+        self.struct += struct_positions(ids, self._tag_ids)
+        if gen.finish_reason == "length":  # close the cut turn so the next user turn is well formed
+            closing = self.policy.end_of_turn()
+            self.encoded = self.encoded.with_ids(closing)
+            self._pad(len(closing))
+        self.history.append(Message("assistant", gen.text))
+        self.texts.append(gen.text)
+
+    def add_feedback(self, message: Message) -> Encoded:
+        delta = self.policy.encode_continuation(self.history, [message])
+        self.history.append(message)
+        self.encoded = self.encoded + delta
+        self._pad(len(delta.input_ids))
+        return self.encoded
+
+    def _pad(self, n: int) -> None:
+        self.loss_mask += [0] * n
+        self.logprobs += [0.0] * n
+        self.struct += [0] * n
+
+
+def struct_positions(ids: Sequence[int], tag_ids: Sequence[Sequence[int]]) -> list[int]:
+    """1 at every token of every occurrence of a structural tag's token pattern in ``ids``."""
+    mask = [0] * len(ids)
+    for pattern in tag_ids:
+        n = len(pattern)
+        if n == 0:
+            continue
+        for i in range(len(ids) - n + 1):
+            if ids[i] == pattern[0] and list(ids[i : i + n]) == list(pattern):
+                mask[i : i + n] = [1] * n
+    return mask
+
+
+def run_episode(
+    env, policy: HFPolicy, subagent: Any = None, seed: int | None = None, options: dict[str, Any] | None = None
+) -> Trajectory:
+    """Play one episode of ``env`` with ``policy``; in "subagent" mode the sub-agent defaults to the policy
+    itself (weight sharing, as in ParaVT)."""
+    return run_group([env], policy, subagent=subagent, seed=seed, options=options)[0]
+
+
+def run_group(
+    envs: Sequence[Any], policy: HFPolicy, subagent: Any = None, seed: int | None = None, options: dict[str, Any] | None = None
+) -> list[Trajectory]:
+    """Play one episode in each env with batched generation: every turn, all unfinished episodes generate
+    together (a GRPO group: the same ``options`` make every env play the same prompt with the same K)."""
+    builders: list[_Builder] = []
+    infos = []
+    for env in envs:
+        base = env.unwrapped
+        if base.config.tool_result == "subagent" and (subagent is not None or base.config.subagent is None):
+            base.config.subagent = subagent if subagent is not None else PolicySubAgent(policy)
+        obs, info = env.reset(seed=seed, options=options)
+        history = [Message("system", info["system_prompt"]), observation_message("user", obs, info["user_prompt"])]
+        builders.append(_Builder(policy, policy.encode(history), history))
+        infos.append(info)
+    done = [False] * len(envs)
+    results: list[dict[str, Any]] = [{} for _ in envs]
+    counts = [[0, 0] for _ in envs]  # turns, executed tool calls
+    while not all(done):
+        live = [i for i in range(len(envs)) if not done[i]]
+        gens = policy.generate_encoded([builders[i].encoded for i in live])
+        for i, gen in zip(live, gens, strict=True):
+            builders[i].add_turn(gen)
+            obs, reward, term, trunc, info = envs[i].step(gen.text)
+            counts[i][0] += 1
+            counts[i][1] += info["tool_calls"]["executed"]
+            if term or trunc:
+                done[i] = True
+                results[i] = {"reward": reward, "breakdown": info["reward_breakdown"], "truncated": trunc}
+            else:
+                builders[i].add_feedback(observation_message("user", obs))
+    trajectories = []
+    for b, info, res, (turns, calls) in zip(builders, infos, results, counts, strict=True):
+        trajectories.append(
+            Trajectory(
+                input_ids=list(b.encoded.input_ids),
+                loss_mask=b.loss_mask,
+                logprobs=b.logprobs,
+                struct_mask=b.struct,
+                encoded=b.encoded,
+                reward=float(res["reward"]),
+                breakdown=dict(res["breakdown"]),
+                frame_budget=int(info["frame_budget"]),
+                turns=turns,
+                tool_calls=calls,
+                sample_id=info["sample_id"],
+                epoch=int(info.get("epoch", 0)),
+                turn_texts=b.texts,
+                truncated=bool(res["truncated"]),
+            )
+        )
+    return trajectories

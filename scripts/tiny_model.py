@@ -1,0 +1,27 @@
+"""``paravt tiny-model``: build a tiny random-weight Qwen-VL checkpoint locally (tests, the CPU default)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    p.add_argument("--out", required=True, help="directory to write the checkpoint into")
+    p.add_argument("--arch", choices=("qwen3_vl", "qwen2_5_vl"), default="qwen3_vl", help="model family (default qwen3_vl)")
+    p.add_argument("--seed", type=int, default=0, help="weight initialisation seed (default 0)")
+    p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from learners.policies.tiny_model import build_tiny_model
+
+    out = build_tiny_model(args.out, arch=args.arch, seed=args.seed, overwrite=args.overwrite)
+    meta = json.loads((out / "tiny_model.json").read_text())
+    size = sum(p.stat().st_size for p in Path(out).iterdir()) / 1e6
+    print(f"{out}: {meta['arch']}, {meta['parameters']:,} parameters, {size:.1f} MB")
+    return 0

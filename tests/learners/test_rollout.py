@@ -1,0 +1,100 @@
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from learners.policies.hf import HFPolicy  # noqa: E402
+from learners.rollout import run_episode, run_group, struct_positions  # noqa: E402
+from paravt_env import EnvConfig, VideoToolEnv, gated_frame_budget  # noqa: E402
+
+
+class ScriptedTurns(HFPolicy):
+    """The tiny model's own tokenizer and weights, but turns chosen by a script (so episodes reach tool
+    calls and answers): the script's text is tokenised and teacher-forced through the model for its log-probs."""
+
+    def __init__(self, base: HFPolicy, turns: list[str]) -> None:
+        self.__dict__.update(base.__dict__)
+        self.turns = turns
+
+    def generate_encoded(self, prompts):
+        from learners.policies.base import Generation
+
+        out = []
+        for p in prompts:
+            n_assistant = sum(1 for _ in range(0))  # placeholder to keep the structure obvious
+            del n_assistant
+            turn = self.turns[min(self._turn_of(p), len(self.turns) - 1)]
+            ids = self.tokenizer.encode(turn, add_special_tokens=False) + [self.eos_ids[0]]
+            with torch.no_grad():
+                lp = self.sequence_logprobs(p.with_ids(ids))[len(p.input_ids) - 1 :]
+            out.append(Generation(text=turn, token_ids=ids, logprobs=lp.tolist()))
+        return out
+
+    def _turn_of(self, encoded) -> int:
+        start = self.tokenizer.convert_tokens_to_ids("<|im_start|>")
+        assistant = self.tokenizer.encode("assistant", add_special_tokens=False)
+        ids = encoded.input_ids
+        return sum(1 for i in range(len(ids) - len(assistant)) if ids[i] == start and ids[i + 1 : i + 1 + len(assistant)] == assistant) - 1
+
+
+TURNS = [
+    '<think>Two windows at once.</think><tool_call>{"name": "crop_video", "arguments": {"start_time": 2, "end_time": 9}}</tool_call>'
+    '<tool_call>{"name": "crop_video", "arguments": {"start_time": 20, "end_time": 27}}</tool_call>',
+    "<think>I saw enough of the video.</think><answer>A</answer>",
+]
+
+
+def test_trajectory_masks_and_tokens(tiny_qwen3, synth_small):
+    _, samples = synth_small
+    base = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=32, temperature=1.0)
+    policy = ScriptedTurns(base, TURNS)
+    env = VideoToolEnv(samples, EnvConfig(frame_budget=4, max_turns=3))
+    tr = run_episode(env, policy, options={"index": 0})
+    assert tr.turns == 2 and tr.tool_calls == 2 and tr.frame_budget == 4
+    assert len(tr.input_ids) == len(tr.loss_mask) == len(tr.logprobs) == len(tr.struct_mask)
+    tok = base.tokenizer
+    generated = [t for t, m in zip(tr.input_ids, tr.loss_mask, strict=True) if m]
+    assert tok.decode(generated).replace("<|im_end|>", "") == "".join(TURNS)
+    # tool responses and prompts are never trained on; every image of the episode is in the sequence
+    assert tr.encoded.n_images == 4 + int(tr.encoded.n_images - 4)
+    pads = tr.input_ids.count(tok.convert_tokens_to_ids("<|image_pad|>"))
+    assert pads == sum(int(np.prod(g)) // 4 for g in tr.encoded.image_grid_thw.tolist())
+    assert "<tool_response>" in tok.decode([t for t, m in zip(tr.input_ids, tr.loss_mask, strict=True) if not m])
+    # structural tags of the generated turns: <think></think><tool_call></tool_call> x2, then think + answer
+    struct = [tok.decode([t]) for t, s in zip(tr.input_ids, tr.struct_mask, strict=True) if s]
+    assert struct == ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_call>", "</tool_call>",
+                      "<think>", "</think>", "<answer>", "</answer>"]  # fmt: skip
+    assert all(m for m, s in zip(tr.loss_mask, tr.struct_mask, strict=True) if s)
+    # the whole sequence runs through the model, and the behaviour log-probs are its own
+    with torch.no_grad():
+        lp = base.sequence_logprobs(tr.encoded)
+    mask = torch.tensor(tr.loss_mask[1:], dtype=torch.bool)
+    assert np.allclose(lp[mask].numpy(), np.array(tr.logprobs[1:])[mask.numpy()], atol=1e-4)
+    assert tr.breakdown["format"] > 0 and tr.reward == pytest.approx(sum([tr.breakdown["accuracy"], tr.breakdown["format"], tr.breakdown["tool"]]))
+
+
+def test_group_shares_the_gated_budget_and_generates_in_batches(tiny_qwen3, synth_small):
+    _, samples = synth_small
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=24, temperature=1.0)
+    envs = [VideoToolEnv(samples, EnvConfig(nframes_gating=True, max_turns=2)) for _ in range(3)]
+    torch.manual_seed(0)
+    group = run_group(envs, policy, options={"index": 2, "epoch": 5})
+    k = gated_frame_budget(samples[2].id, 5, 0)
+    assert [t.frame_budget for t in group] == [k] * 3
+    assert all(t.sample_id == samples[2].id and t.epoch == 5 for t in group)
+    assert len({tuple(t.input_ids) for t in group}) > 1  # sampled, not copied
+
+
+def test_subagent_mode_uses_the_policy_itself(tiny_qwen3, synth_small):
+    _, samples = synth_small
+    base = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=16, temperature=0.0)
+    policy = ScriptedTurns(base, TURNS)
+    env = VideoToolEnv(samples, EnvConfig(frame_budget=4, tool_result="subagent", subagent=lambda r: "unused"))
+    env.unwrapped.config.subagent = None  # run_episode supplies the weight-sharing sub-agent
+    tr = run_episode(env, policy, options={"index": 0})
+    text = base.tokenizer.decode([t for t, m in zip(tr.input_ids, tr.loss_mask, strict=True) if not m])
+    assert text.count("sub-agent summary:") == 2 and tr.encoded.n_images == 4
+
+
+def test_struct_positions_finds_multi_token_patterns():
+    assert struct_positions([5, 1, 2, 9, 1, 2, 1], [[1, 2], [9]]) == [0, 1, 1, 1, 1, 1, 0]
