@@ -14,6 +14,7 @@ import sys
 # name -> (module, one-line help). Modules are imported only when their subcommand runs or --help is asked.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("scripts.synth", "generate synthetic needle-in-a-haystack long videos with questions"),
+    "train": ("scripts.train", "train a policy on the env (SFT cold start + GRPO / PARA-GRPO) from a recipe"),
     "eval": ("scripts.eval", "evaluate a policy on a dataset (resumable), or compare runs"),
     "tiny-model": ("scripts.tiny_model", "build a tiny random-weight Qwen-VL checkpoint locally (tests, CPU default)"),
     "bench": ("scripts.bench", "benchmarks: parallel vs sequential tool dispatch"),

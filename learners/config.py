@@ -1,0 +1,158 @@
+"""``TrainConfig``: a recipe, section by section. YAML recipes map 1:1 onto these dataclasses; an unknown key
+is an error that names it. ``key=value`` overrides use dotted paths (``grpo.kl_coef=0``, ``steps=5``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .grpo import GRPOConfig
+from .para_grpo import ParaGRPOConfig
+
+RECIPES_DIR = Path(__file__).parent / "recipes"
+
+
+@dataclass
+class ModelConfig:
+    path: str | None = None
+    """Checkpoint directory or hub id (the paper: an SFT cold-start checkpoint of Qwen3-VL-8B). None: the
+    tiny local model, built into the cache if absent."""
+    tiny_arch: str = "qwen3_vl"
+    """Architecture of the tiny model when ``path`` is None."""
+    dtype: str = "fp32"
+    """"fp32" or "bf16" (release: bf16)."""
+    device: str = "cpu"
+    """"cpu", "cuda" or "auto"."""
+    gradient_checkpointing: bool = False
+    """Trade compute for memory in the training forward pass (release: on)."""
+
+
+@dataclass
+class DataConfig:
+    path: str | None = None
+    """A samples file or directory (anything ``load_samples`` reads). None: synthetic videos generated into
+    the cache if absent."""
+    synth_n: int = 12
+    synth_seed: int = 0
+    min_duration: float = 30.0
+    max_duration: float = 90.0
+
+
+@dataclass
+class EnvOptions:
+    """Env options of the rollouts (see ``paravt_env.EnvConfig``)."""
+
+    frame_budget: int = 64
+    max_turns: int = 3
+    max_parallel: int = 5
+    crop_max_frames: int = 16
+    min_pixels: int = 784
+    max_pixels: int = 50176
+    tool_result: str = "frames"
+
+
+@dataclass
+class RolloutConfig:
+    prompts_per_step: int = 2
+    """Prompts per optimiser step (each played ``group_size`` times)."""
+    group_size: int = 8
+    """Rollouts per prompt (release: 8 samples per prompt)."""
+    temperature: float = 0.7
+    """Sampling temperature (release: 0.7)."""
+    max_new_tokens: int = 2048
+    """Tokens per turn (release: 2048)."""
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 2e-6
+    """AdamW learning rate (release: 2e-6)."""
+    weight_decay: float = 0.01
+    """AdamW weight decay (release: 0.01)."""
+    grad_clip: float = 1.0
+    """Max gradient norm (release: 1.0)."""
+
+
+@dataclass
+class SFTConfig:
+    steps: int = 0
+    """Cold-start SFT steps on oracle trajectories before RL (0: start from ``model.path`` as is)."""
+    lr: float = 5e-4
+    episodes: int = 12
+    """Oracle episodes generated for the cold start."""
+
+
+@dataclass
+class TrainConfig:
+    algorithm: str = "para_grpo"
+    """"para_grpo" or "grpo" (vanilla: RewardConfig.vanilla(), no gating, no think prefix)."""
+    steps: int = 100
+    save_every: int = 10
+    seed: int = 0
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    env: EnvOptions = field(default_factory=EnvOptions)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    para: ParaGRPOConfig = field(default_factory=ParaGRPOConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in ("para_grpo", "grpo"):
+            raise ValueError(f"TrainConfig.algorithm must be 'para_grpo' or 'grpo', got {self.algorithm!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _build(cls, data: dict[str, Any], where: str):
+    if not isinstance(data, dict):
+        raise ValueError(f"recipe section {where or 'top level'} must be a mapping, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ValueError(f"unknown recipe key(s) {[f'{where}{k}' for k in unknown]}; known in {where or 'top level'}: {sorted(fields)}")
+    kwargs = {}
+    for name, value in data.items():
+        default = fields[name].default_factory() if fields[name].default_factory is not dataclasses.MISSING else None
+        if dataclasses.is_dataclass(default):
+            kwargs[name] = _build(type(default), value or {}, f"{where}{name}.")
+        else:
+            kwargs[name] = value
+    return cls(**kwargs)
+
+
+def _parse_value(text: str) -> Any:
+    """An override's value: numbers (``3e-3`` included, which YAML 1.1 reads as a string), else YAML."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return yaml.safe_load(text) if text != "" else ""
+
+
+def load_recipe(name_or_path: str, overrides: list[str] | None = None) -> TrainConfig:
+    """A recipe by name (``learners/recipes/NAME.yaml``) or path, with ``key=value`` overrides."""
+    path = Path(name_or_path)
+    if not path.suffix and not path.exists():
+        path = RECIPES_DIR / f"{name_or_path}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+        raise FileNotFoundError(f"no recipe {name_or_path!r} (not a file, not one of {known})")
+    data = yaml.safe_load(path.read_text()) or {}
+    for item in overrides or []:
+        if "=" not in item:
+            raise ValueError(f"override {item!r} is not key=value")
+        key, value = item.split("=", 1)
+        node = data
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = _parse_value(value)
+    return _build(TrainConfig, data, "")

@@ -1,0 +1,116 @@
+"""GRPO, top to bottom: group-normalised advantages, the PPO-clipped token loss, KL to a reference.
+
+Shapes: one trajectory at a time (a multi-turn, multimodal sequence of T tokens), with
+``mask`` = the trajectory's ``loss_mask`` shifted to the targets (1 on tokens the policy generated).
+
+    A_i      = (r_i - mean_G(r)) / (std_G(r) + eps)        # group-normalised (Dr. GRPO: no std)
+    ratio_t  = exp(logp_t - logp_old_t), capped at ``is_cap`` for stale rollouts
+    L_clip_t = -min(ratio_t A_t, clip(ratio_t, 1 - eps_low, 1 + eps_high) A_t)
+    L        = token_mean(L_clip + beta * KL_t)              # k1: logp - logp_ref; k3: e^(ref-logp) - (ref-logp) - 1
+
+Vanilla GRPO is this loss with ``RewardConfig.vanilla()`` rewards, no gating and no think prefix;
+PARA-GRPO (``learners.para_grpo``) changes only the rewards, the frame budgets and the advantages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class GRPOConfig:
+    """Loss hyper-parameters (defaults: the released PARA-GRPO / vanilla GRPO recipes)."""
+
+    eps_clip: float = 0.2
+    """PPO clip range below 1 (and above, unless ``eps_clip_high`` is set). Release: 0.2."""
+    eps_clip_high: float | None = None
+    """Upper clip range ("clip-higher", DAPO); None: same as ``eps_clip``."""
+    kl_coef: float = 0.01
+    """β of the KL penalty to the frozen reference policy. Release: 0.01."""
+    kl_estimator: str = "k3"
+    """"k1" (log-ratio) or "k3" (Schulman's unbiased, always >= 0)."""
+    std_normalize: bool = True
+    """Divide group advantages by the group's reward std (GRPO); False gives Dr. GRPO."""
+    batch_adv_norm: bool = True
+    """Re-normalise advantages over the whole batch after group normalisation. Release: on."""
+    reward_scale: float = 10.0
+    """Rewards are mapped to scale * r + bias before normalisation. Release: 10."""
+    reward_bias: float = -0.2
+    """See ``reward_scale``. Release: -0.2."""
+    is_cap: float = 5.0
+    """Cap on the importance weight of stale rollouts. Release: 5."""
+
+    def __post_init__(self) -> None:
+        if self.kl_estimator not in ("k1", "k3"):
+            raise ValueError(f"GRPOConfig.kl_estimator must be 'k1' or 'k3', got {self.kl_estimator!r}")
+        if not self.eps_clip > 0:
+            raise ValueError(f"GRPOConfig.eps_clip must be > 0, got {self.eps_clip}")
+
+
+def group_advantages(rewards: torch.Tensor, std_normalize: bool = True, eps: float = 1e-6) -> torch.Tensor:
+    """Advantages of the G rollouts of one prompt: reward minus the group mean (over the std with GRPO).
+    A group whose rewards are all equal gets zero advantages (it carries no signal)."""
+    rewards = rewards.float()
+    centred = rewards - rewards.mean()
+    if not std_normalize or rewards.numel() < 2:
+        return centred
+    return centred / (rewards.std(unbiased=False) + eps)
+
+
+def batch_normalize(advantages: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """Zero-mean, unit-std advantages over the batch (a no-op on a constant batch)."""
+    std = advantages.std(unbiased=False)
+    if advantages.numel() < 2 or std < eps:
+        return advantages - advantages.mean()
+    return (advantages - advantages.mean()) / (std + eps)
+
+
+def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, estimator: str = "k3") -> torch.Tensor:
+    """Per-token KL(π || π_ref) estimate from the sampled tokens' log-probs."""
+    if estimator == "k1":
+        return logp - ref_logp
+    if estimator == "k3":
+        log_ratio = ref_logp - logp
+        return torch.exp(log_ratio) - log_ratio - 1
+    raise ValueError(f"unknown KL estimator {estimator!r}; known: 'k1', 'k3'")
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over the masked tokens (token-mean aggregation); 0 when nothing is masked in."""
+    mask = mask.to(x.dtype)
+    return (x * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+def clipped_policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    eps_low: float = 0.2,
+    eps_high: float | None = None,
+    is_cap: float | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """PPO-clipped surrogate per token, token-mean aggregated over ``mask``.
+
+    ``advantages`` is per token (a scalar broadcast for plain GRPO, a per-token vector with token-level
+    anchoring). Returns the loss and diagnostics (clip fraction, mean ratio).
+    """
+    eps_high = eps_low if eps_high is None else eps_high
+    log_ratio = (logp - old_logp).clamp(-20.0, 20.0)
+    ratio = torch.exp(log_ratio)
+    if is_cap is not None:
+        ratio = torch.clamp(ratio, max=is_cap)
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - eps_low, 1.0 + eps_high) * advantages
+    per_token = -torch.minimum(unclipped, clipped)
+    loss = masked_mean(per_token, mask)
+    with torch.no_grad():
+        clip_frac = masked_mean(((ratio < 1.0 - eps_low) | (ratio > 1.0 + eps_high)).float(), mask)
+        mean_ratio = masked_mean(ratio, mask)
+    return loss, {"clip_fraction": float(clip_frac), "ratio": float(mean_ratio)}
+
+
+def scaled_rewards(rewards: torch.Tensor, config: GRPOConfig) -> torch.Tensor:
+    return rewards.float() * config.reward_scale + config.reward_bias

@@ -1,0 +1,373 @@
+"""The local trainer: SFT cold start, then GRPO / PARA-GRPO on the env, on one machine.
+
+    paravt train --recipe tiny_cpu --out runs/tiny [--steps N] [--resume] [key=value ...]
+
+One step: ``prompts_per_step`` prompts, each played ``group_size`` times side by side (same sample, same
+epoch, hence the same gated K), batched generation; rewards from the env; advantages (group-normalised,
+per token with token anchoring); one PPO-clipped update with KL to the frozen initial policy. Every step
+appends a row to ``RUN/metrics.jsonl`` and redraws ``RUN/curves.png``; every ``save_every`` steps (and on
+Ctrl-C, and at the end) ``RUN/checkpoint`` gets the model, the optimizer, the RNG states and the data
+position, so ``--resume`` continues the run without gaps or repeats in the metrics.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+import random
+import shutil
+import statistics
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from paravt_env import EnvConfig, VideoToolEnv, load_samples
+from paravt_env.protocol import parse_response
+from paravt_env.rewards import RewardConfig
+
+from .config import TrainConfig
+from .grpo import clipped_policy_loss, group_advantages, kl_penalty, masked_mean
+from .para_grpo import sequence_advantages, token_anchored_advantages
+from .policies.hf import HFPolicy
+from .rollout import Trajectory, run_group
+from .sft import oracle_turns, run_scripted_episode, sft_loss
+
+logger = logging.getLogger(__name__)
+
+METRIC_KEYS = (
+    "step", "reward_mean", "reward_std", "accuracy", "format_reward", "format_compliance",
+    "tool_calls_per_rollout", "parallel_calls_per_turn", "frame_budget_mean", "kl", "loss", "clip_fraction",
+    "entropy", "tokens_per_s", "wall_s",
+)  # fmt: skip
+
+
+def cache_dir() -> Path:
+    root = Path(os.environ.get("PARAVT_CACHE", Path.home() / ".cache" / "paravt-gym"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+# --- setup ------------------------------------------------------------------------------------------------
+def resolve_data(cfg: TrainConfig):
+    if cfg.data.path:
+        return load_samples(cfg.data.path)
+    from paravt_env.data.synthetic import SynthConfig, generate_dataset
+
+    d = cfg.data
+    out = cache_dir() / f"synth_n{d.synth_n}_s{d.synth_seed}_{int(d.min_duration)}-{int(d.max_duration)}s"
+    return generate_dataset(out, SynthConfig(n=d.synth_n, seed=d.synth_seed, min_duration=d.min_duration,
+                                             max_duration=d.max_duration), progress=False)  # fmt: skip
+
+
+def resolve_model_path(cfg: TrainConfig) -> Path | str:
+    if cfg.model.path:
+        return cfg.model.path
+    from .policies.tiny_model import build_tiny_model
+
+    path = cache_dir() / f"tiny_{cfg.model.tiny_arch}_seed0"
+    if not (path / "tiny_model.json").is_file():
+        build_tiny_model(path, arch=cfg.model.tiny_arch, seed=0, overwrite=True)
+    return path
+
+
+def reward_config(cfg: TrainConfig) -> RewardConfig:
+    return cfg.para.reward_config() if cfg.algorithm == "para_grpo" else RewardConfig.vanilla()
+
+
+def env_config(cfg: TrainConfig) -> EnvConfig:
+    e = cfg.env
+    gating = cfg.algorithm == "para_grpo" and cfg.para.nframes_gating
+    return EnvConfig(
+        frame_budget=e.frame_budget, max_turns=e.max_turns, max_parallel=e.max_parallel,
+        crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels,
+        tool_result=e.tool_result, subagent=(lambda r: "") if e.tool_result == "subagent" else None,
+        nframes_gating=gating, seed=cfg.seed, reward=reward_config(cfg),
+    )  # fmt: skip
+
+
+# --- metrics ----------------------------------------------------------------------------------------------
+def well_formed(tr: Trajectory) -> bool:
+    """Every turn parses without problems and the last one answers."""
+    parsed = [parse_response(t) for t in tr.turn_texts]
+    return bool(parsed) and all(not p.problems for p in parsed) and parsed[-1].answer is not None
+
+
+def rollout_metrics(trs: list[Trajectory]) -> dict[str, float]:
+    calls_per_turn = [len(parse_response(t).valid_tool_calls) for tr in trs for t in tr.turn_texts]
+    calling = [c for c in calls_per_turn if c > 0]
+    return {
+        "reward_mean": statistics.fmean(t.reward for t in trs),
+        "reward_std": statistics.pstdev(t.reward for t in trs),
+        "accuracy": statistics.fmean(t.breakdown.get("accuracy", 0.0) for t in trs),
+        "format_reward": statistics.fmean(t.breakdown.get("format", 0.0) for t in trs),
+        "format_compliance": statistics.fmean(1.0 if well_formed(t) else 0.0 for t in trs),
+        "tool_calls_per_rollout": statistics.fmean(t.tool_calls for t in trs),
+        "parallel_calls_per_turn": statistics.fmean(calling) if calling else 0.0,
+        "frame_budget_mean": statistics.fmean(t.frame_budget for t in trs),
+    }
+
+
+def plot_curves(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [r["step"] for r in rows]
+    fig, axes = plt.subplots(1, 4, figsize=(13, 3))
+    for ax, key, title in zip(axes, ("reward_mean", "format_reward", "tool_calls_per_rollout", "accuracy"),
+                              ("reward", "format reward f_τ", "tool calls per rollout κ", "accuracy"), strict=True):  # fmt: skip
+        ax.plot(steps, [r[key] for r in rows], marker="o", markersize=3)
+        ax.set_title(title)
+        ax.set_xlabel("step")
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+# --- the trainer ------------------------------------------------------------------------------------------
+class Trainer:
+    def __init__(self, cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: bool = True) -> None:
+        self.cfg, self.out, self.progress = cfg, Path(out), progress
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.ckpt = self.out / "checkpoint"
+        self.metrics_path = self.out / "metrics.jsonl"
+        self.samples = resolve_data(cfg)
+        if not self.samples:
+            raise ValueError("the training data holds no sample")
+        base_path = resolve_model_path(cfg)
+        self.base_path = Path(base_path) if Path(str(base_path)).exists() else None
+        self.resumed = resume and (self.ckpt / "state.json").is_file()
+        load_from = self.ckpt / "model" if self.resumed else base_path
+        dtype = torch.bfloat16 if cfg.model.dtype == "bf16" else torch.float32
+        think = cfg.algorithm == "para_grpo" and cfg.para.think_prefix
+        self.policy = HFPolicy.from_pretrained(
+            load_from, device=cfg.model.device, dtype=dtype, max_new_tokens=cfg.rollout.max_new_tokens,
+            temperature=cfg.rollout.temperature, think_prefix=think,
+            min_pixels=cfg.env.min_pixels, max_pixels=cfg.env.max_pixels,
+        )  # fmt: skip
+        if cfg.model.gradient_checkpointing:
+            self.policy.model.gradient_checkpointing_enable()
+        self.optimizer = torch.optim.AdamW(
+            self.policy.model.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay
+        )
+        self.envs = [VideoToolEnv(self.samples, env_config(cfg)) for _ in range(cfg.rollout.group_size)]
+        self.step, self.epoch, self.cursor = 0, 0, 0
+        self.order = list(range(len(self.samples)))
+        self.ref_model = None
+        if self.resumed:
+            self._load_state()
+        else:
+            random.Random(cfg.seed).shuffle(self.order)
+            torch.manual_seed(cfg.seed)
+            if self.metrics_path.exists():
+                raise FileExistsError(f"{self.metrics_path} exists: pass --resume to continue that run, or a new --out")
+            (self.out / "config.json").write_text(json.dumps(cfg.as_dict(), indent=2) + "\n")
+
+    # -- data position ------------------------------------------------------------------------------------
+    def next_prompts(self, n: int) -> list[tuple[int, int]]:
+        """(sample index, epoch) of the next ``n`` prompts; the order is reshuffled at every epoch."""
+        out = []
+        for _ in range(n):
+            if self.cursor >= len(self.order):
+                self.epoch += 1
+                self.cursor = 0
+                random.Random(self.cfg.seed + self.epoch).shuffle(self.order)
+            out.append((self.order[self.cursor], self.epoch))
+            self.cursor += 1
+        return out
+
+    # -- SFT cold start -----------------------------------------------------------------------------------
+    def cold_start(self) -> None:
+        cfg = self.cfg.sft
+        if cfg.steps <= 0 or self.resumed:
+            return
+        env = VideoToolEnv(self.samples, env_config(self.cfg))
+        data = []
+        for i in range(min(cfg.episodes, len(self.samples))):
+            s = self.samples[i]
+            data.append(run_scripted_episode(env, self.policy, oracle_turns(s, self.cfg.env.max_parallel),
+                                             options={"sample": s}))  # fmt: skip
+        env.close()
+        opt = torch.optim.AdamW(self.policy.model.parameters(), lr=cfg.lr, weight_decay=0.0)
+        self.policy.model.train()
+        rows = []
+        bar = _bar(cfg.steps, "sft", self.progress)
+        for step in range(1, cfg.steps + 1):
+            tr = data[(step - 1) % len(data)]
+            loss = sft_loss(self.policy, tr)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.cfg.optim.grad_clip)
+            opt.step()
+            rows.append({"step": step, "loss": float(loss.detach())})
+            if bar:
+                bar.update(1)
+                bar.set_postfix(loss=f"{float(loss):.3f}")
+        if bar:
+            bar.close()
+        self.policy.model.eval()
+        with open(self.out / "sft_metrics.jsonl", "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+
+    # -- one RL step --------------------------------------------------------------------------------------
+    def rl_step(self) -> dict[str, Any]:
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        groups: list[list[Trajectory]] = []
+        self.policy.model.eval()
+        for index, epoch in self.next_prompts(cfg.rollout.prompts_per_step):
+            groups.append(run_group(self.envs, self.policy, options={"sample": self.samples[index], "epoch": epoch}))
+        rollout_s = time.perf_counter() - t0
+        trajs = [t for g in groups for t in g]
+        generated = sum(t.n_generated for t in trajs)
+
+        token_level = cfg.algorithm == "para_grpo" and cfg.para.anchoring == "token"
+        if token_level:  # A_task from accuracy + tool, A_fmt from format (paper's per-token anchoring)
+            task = sequence_advantages([[t.breakdown["accuracy"] + t.breakdown["tool"] for t in g] for g in groups], cfg.grpo)
+            fmt = [group_advantages(torch.tensor([t.breakdown["format"] for t in g]), cfg.grpo.std_normalize).tolist() for g in groups]
+        else:
+            task = sequence_advantages([[t.reward for t in g] for g in groups], cfg.grpo)
+            fmt = [[0.0] * len(g) for g in groups]
+
+        self.policy.model.train()
+        self.optimizer.zero_grad()
+        stats: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}
+        for g, a_task, a_fmt in zip(groups, task, fmt, strict=True):
+            for tr, at, af in zip(g, a_task, a_fmt, strict=True):
+                mask = torch.tensor(tr.loss_mask[1:], dtype=torch.float32)
+                if mask.sum() == 0:
+                    continue
+                logp = self.policy.sequence_logprobs(tr.encoded)
+                mask = mask.to(logp.device)
+                old = torch.tensor(tr.logprobs[1:], dtype=torch.float32, device=logp.device)
+                if token_level:
+                    struct = torch.tensor(tr.struct_mask[1:], device=logp.device)
+                    adv = token_anchored_advantages(at, af, struct, cfg.para.anchor_weight)
+                else:
+                    adv = torch.full_like(logp, at)
+                loss, diag = clipped_policy_loss(logp, old, adv, mask, cfg.grpo.eps_clip, cfg.grpo.eps_clip_high, cfg.grpo.is_cap)
+                kl = torch.zeros((), device=logp.device)
+                if cfg.grpo.kl_coef > 0:
+                    with torch.no_grad():
+                        ref = self.policy.sequence_logprobs(tr.encoded, model=self._reference())
+                    kl = masked_mean(kl_penalty(logp, ref, cfg.grpo.kl_estimator), mask)
+                    loss = loss + cfg.grpo.kl_coef * kl
+                (loss / len(trajs)).backward()
+                stats["loss"].append(float(loss.detach()))
+                stats["kl"].append(float(kl))
+                stats["clip_fraction"].append(diag["clip_fraction"])
+                stats["entropy"].append(float(-masked_mean(logp.detach(), mask)))  # sampled-token estimate
+        torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), cfg.optim.grad_clip)
+        self.optimizer.step()
+        self.policy.model.eval()
+        self.step += 1
+        row = {"step": self.step, **rollout_metrics(trajs)}
+        row.update({k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()})
+        row["tokens_per_s"] = generated / max(rollout_s, 1e-9)
+        row["wall_s"] = time.perf_counter() - t0
+        row["epoch"] = self.epoch
+        return row
+
+    def _reference(self):
+        """The frozen initial policy (after the cold start), for the KL penalty."""
+        if self.ref_model is None:
+            self.ref_model = copy.deepcopy(self.policy.model).eval()
+            for p in self.ref_model.parameters():
+                p.requires_grad_(False)
+        return self.ref_model
+
+    # -- checkpoints --------------------------------------------------------------------------------------
+    def save(self) -> None:
+        tmp = self.out / "checkpoint.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / "model").mkdir(parents=True)
+        self.policy.model.save_pretrained(tmp / "model")
+        source = self.ckpt / "model" if self.resumed and (self.ckpt / "model").is_dir() else self.base_path
+        if source is not None:  # tokenizer, processor configs, chat template: a loadable checkpoint
+            for f in Path(source).iterdir():
+                if f.is_file() and not f.name.startswith(("model", "config.json", "generation_config")):
+                    shutil.copy2(f, tmp / "model" / f.name)
+        torch.save({"optimizer": self.optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
+                    "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}, tmp / "trainer.pt")  # fmt: skip
+        if self.ref_model is not None:
+            torch.save(self.ref_model.state_dict(), tmp / "reference.pt")
+        state = {"step": self.step, "epoch": self.epoch, "cursor": self.cursor, "order": self.order}
+        (tmp / "state.json").write_text(json.dumps(state) + "\n")
+        shutil.rmtree(self.ckpt, ignore_errors=True)
+        os.replace(tmp, self.ckpt)
+        self.resumed = True
+
+    def _load_state(self) -> None:
+        state = json.loads((self.ckpt / "state.json").read_text())
+        self.step, self.epoch, self.cursor, self.order = state["step"], state["epoch"], state["cursor"], state["order"]
+        extra = torch.load(self.ckpt / "trainer.pt", weights_only=False)
+        self.optimizer.load_state_dict(extra["optimizer"])
+        torch.set_rng_state(extra["torch_rng"])
+        np.random.set_state(extra["numpy_rng"])
+        random.setstate(extra["python_rng"])
+        if (self.ckpt / "reference.pt").is_file():
+            self.ref_model = copy.deepcopy(self.policy.model).eval()
+            self.ref_model.load_state_dict(torch.load(self.ckpt / "reference.pt"))
+            for p in self.ref_model.parameters():
+                p.requires_grad_(False)
+        # Metrics after the checkpoint belong to steps that will be run again: drop them.
+        if self.metrics_path.exists():
+            rows = [json.loads(x) for x in self.metrics_path.read_text().splitlines() if x.strip()]
+            keep = [r for r in rows if r["step"] <= self.step]
+            self.metrics_path.write_text("".join(json.dumps(r) + "\n" for r in keep))
+
+    # -- the run ------------------------------------------------------------------------------------------
+    def train(self, steps: int | None = None) -> list[dict[str, Any]]:
+        total = self.cfg.steps if steps is None else steps
+        self.cold_start()
+        if self.cfg.grpo.kl_coef > 0:
+            self._reference()
+        rows = [json.loads(x) for x in self.metrics_path.read_text().splitlines()] if self.metrics_path.exists() else []
+        bar = _bar(total, "train", self.progress, initial=self.step)
+        try:
+            while self.step < total:
+                row = self.rl_step()
+                rows.append(row)
+                with open(self.metrics_path, "a") as f:
+                    f.write(json.dumps(row) + "\n")
+                plot_curves(rows, self.out / "curves.png")
+                if bar:
+                    bar.update(1)
+                    bar.set_postfix(reward=f"{row['reward_mean']:.2f}", fmt=f"{row['format_reward']:.2f}",
+                                    kappa=f"{row['tool_calls_per_rollout']:.2f}")  # fmt: skip
+                if self.step % self.cfg.save_every == 0:
+                    self.save()
+        except KeyboardInterrupt:
+            logger.warning("interrupted at step %d: saving a checkpoint before exiting", self.step)
+            self.save()
+            raise
+        finally:
+            if bar:
+                bar.close()
+        self.save()
+        return rows
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def _bar(total: int, desc: str, enabled: bool, initial: int = 0):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit="step")
+
+
+def config_summary(cfg: TrainConfig) -> str:
+    return json.dumps({k: v for k, v in asdict(cfg).items() if k in ("algorithm", "steps")})

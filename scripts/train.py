@@ -1,0 +1,36 @@
+"""``paravt train``: the local trainer (SFT cold start + GRPO / PARA-GRPO) on a recipe."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    p.add_argument("--recipe", default="tiny_cpu", help="recipe name (learners/recipes) or YAML path (default tiny_cpu)")
+    p.add_argument("--steps", type=int, default=None, help="RL steps to reach (default: the recipe's)")
+    p.add_argument("--out", default="runs/train", help="run directory (default runs/train)")
+    p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint")
+    p.add_argument("--backend", choices=("local", "openrlhf"), default="local")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides, e.g. grpo.kl_coef=0")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from learners.config import load_recipe
+
+    cfg = load_recipe(args.recipe, args.overrides)
+    if args.backend != "local":
+        raise ValueError("--backend openrlhf is not available in this build; use --backend local")
+    from learners.trainer import Trainer
+
+    trainer = Trainer(cfg, args.out, resume=args.resume, progress=not args.no_progress)
+    try:
+        rows = trainer.train(args.steps)
+    finally:
+        trainer.close()
+    last = rows[-1] if rows else {}
+    print(f"{args.out}: {len(rows)} steps; last reward {last.get('reward_mean', float('nan')):.3f}, "
+          f"format {last.get('format_reward', float('nan')):.3f}, tool calls {last.get('tool_calls_per_rollout', float('nan')):.2f}")  # fmt: skip
+    return 0
