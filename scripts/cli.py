@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "train": ("scripts.train", "train a policy on the env (SFT cold start + GRPO / PARA-GRPO) from a recipe"),
     "eval": ("scripts.eval", "evaluate a policy on a dataset (resumable), or compare runs"),
     "tiny-model": ("scripts.tiny_model", "build a tiny random-weight Qwen-VL checkpoint locally (tests, CPU default)"),
+    "serve": ("scripts.serve", "serve a local checkpoint over OpenAI-compatible and sglang-style HTTP (CPU dev server)"),
     "bench": ("scripts.bench", "benchmarks: parallel vs sequential tool dispatch"),
 }
 

@@ -12,16 +12,30 @@ from .base import Conversation, Generation, Message, Policy
 
 
 def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = "frames") -> tuple[Callable[[], Any], Any]:
-    """An agent factory (and the env's sub-agent, in "subagent" mode) for ``hf:PATH`` (greedy decoding, the
-    paper's eval protocol)."""
+    """An agent factory (and the env's sub-agent, in "subagent" mode) for ``hf:PATH``, ``openai:URL[#MODEL]`` or
+    ``sglang:URL#TOKENIZER`` (greedy decoding: the paper's eval protocol)."""
     from .agent import PolicyAgent, PolicySubAgent
 
     if spec.startswith("hf:"):
         from .hf import HFPolicy
 
         policy = HFPolicy.from_pretrained(spec[3:], device="auto", max_new_tokens=max_new_tokens, temperature=0.0)
+    elif spec.startswith("openai:"):
+        from .remote import OpenAIPolicy
+
+        url, _, model = spec[len("openai:") :].partition("#")  # openai:http://host:port/v1#model-name
+        policy = OpenAIPolicy(url, model or "default", max_new_tokens=max_new_tokens, temperature=0.0)
+    elif spec.startswith("sglang:"):
+        from transformers import AutoTokenizer
+
+        from .remote import SGLangPolicy
+
+        url, _, tokenizer_path = spec[len("sglang:") :].partition("#")  # sglang:http://host:port#TOKENIZER_PATH
+        if not tokenizer_path:
+            raise ValueError("sglang:URL#TOKENIZER_PATH: the prompt is rendered with the model's chat template")
+        policy = SGLangPolicy(url, AutoTokenizer.from_pretrained(tokenizer_path), max_new_tokens=max_new_tokens, temperature=0.0)
     else:
-        raise ValueError(f"unsupported model policy {spec!r}: this build serves hf:PATH")
+        raise ValueError(f"unknown model policy {spec!r}; use hf:PATH, openai:URL[#MODEL] or sglang:URL#TOKENIZER")
     subagent = PolicySubAgent(policy) if tool_result == "subagent" else None
     return (lambda: PolicyAgent(policy)), subagent
 

@@ -161,12 +161,22 @@ class HFPolicy:
         return self.tokenizer.encode("<|im_end|>\n", add_special_tokens=False)
 
     # --- generation -----------------------------------------------------------------------------------------
-    def generate_encoded(self, prompts: Sequence[Encoded]) -> list[Generation]:
-        """Sample one continuation per prompt, in one left-padded batch."""
+    def generate_encoded(
+        self, prompts: Sequence[Encoded], *, temperature: float | None = None, max_new_tokens: int | None = None
+    ) -> list[Generation]:
+        """Sample one continuation per prompt, in one left-padded batch (per-call overrides for servers)."""
         if not prompts:
             return []
         with self._lock, torch.no_grad():
-            return self._generate(prompts)
+            saved = self.temperature, self.max_new_tokens
+            if temperature is not None:
+                self.temperature = float(temperature)
+            if max_new_tokens is not None:
+                self.max_new_tokens = int(max_new_tokens)
+            try:
+                return self._generate(prompts)
+            finally:
+                self.temperature, self.max_new_tokens = saved
 
     def _generate(self, prompts: Sequence[Encoded]) -> list[Generation]:
         width = max(len(p.input_ids) for p in prompts)

@@ -1,0 +1,30 @@
+"""Frames over HTTP: PNG data URLs (OpenAI ``image_url`` parts) and base64 strings (sglang ``image_data``)."""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import numpy as np
+
+
+def to_base64_png(frame: np.ndarray) -> str:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.fromarray(np.asarray(frame, dtype=np.uint8)).save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def to_data_url(frame: np.ndarray) -> str:
+    return "data:image/png;base64," + to_base64_png(frame)
+
+
+def from_base64(data: str) -> np.ndarray:
+    """An RGB uint8 array from base64 image bytes or a ``data:image/...;base64,`` URL."""
+    from PIL import Image
+
+    if data.startswith("data:"):
+        data = data.split(",", 1)[1]
+    with Image.open(io.BytesIO(base64.b64decode(data))) as img:
+        return np.asarray(img.convert("RGB"))

@@ -1,0 +1,152 @@
+"""Policies behind an HTTP server.
+
+- ``OpenAIPolicy(base_url, model)``: any OpenAI-compatible chat server — sglang
+  (``python -m sglang.launch_server --model-path Qwen/Qwen3-VL-8B-Instruct --port 30000``, then
+  ``base_url="http://localhost:30000/v1"``), vLLM (``vllm serve Qwen/Qwen3-VL-8B-Instruct --port 8000``),
+  or ``paravt serve --model DIR`` (this project's CPU server for local checkpoints). Frames go as PNG data
+  URLs, each after its ``<t seconds>`` marker; the conversations of a batch are sent concurrently.
+- ``SGLangPolicy(base_url)``: sglang's native ``/generate`` with the rendered prompt, ``image_data`` and
+  ``return_logprob``, for RL rollouts that need the generated token ids and their log-probabilities.
+
+Both retry connection errors, timeouts and 5xx answers with exponential backoff, and raise an error that
+names the server and quotes what it answered.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .base import Conversation, Generation, Message
+from .images import to_base64_png, to_data_url
+
+
+class ServerError(RuntimeError):
+    """A policy server failed (after retries); the message names the server and its answer."""
+
+
+def post_json(url: str, body: dict[str, Any], *, timeout: float, retries: int, backoff: float, api_key: str | None = None) -> dict:
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    data = json.dumps(body).encode()
+    last = ""
+    for attempt in range(retries + 1):
+        try:
+            request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return json.loads(response.read().decode("utf-8"))
+        except urllib.error.HTTPError as exc:
+            answer = exc.read().decode("utf-8", errors="replace")[:300]
+            last = f"HTTP {exc.code}: {answer}"
+            if exc.code < 500:  # the request is wrong: retrying will not help
+                raise ServerError(f"{url} rejected the request ({last})") from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError, json.JSONDecodeError) as exc:
+            last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+        if attempt < retries:
+            time.sleep(backoff * 2**attempt)
+    raise ServerError(f"{url} failed after {retries + 1} attempts (last: {last})")
+
+
+def openai_messages(conversation: Conversation) -> list[dict[str, Any]]:
+    out = []
+    for m in conversation:
+        if not m.images:
+            out.append({"role": m.role, "content": m.text})
+            continue
+        parts: list[dict[str, Any]] = []
+        frames = iter(m.images)
+        for part in m.parts():
+            if part["type"] == "text":
+                parts.append({"type": "text", "text": part["text"]})
+            else:
+                parts.append({"type": "image_url", "image_url": {"url": to_data_url(next(frames))}})
+        out.append({"role": m.role, "content": parts})
+    return out
+
+
+class OpenAIPolicy:
+    """Chat completions from an OpenAI-compatible server (text only: no token ids or log-probs)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str = "default",
+        *,
+        max_new_tokens: int = 2048,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        timeout: float = 120.0,
+        retries: int = 3,
+        backoff: float = 1.0,
+        concurrency: int = 8,
+        api_key: str | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model, self.max_new_tokens, self.temperature, self.top_p = model, max_new_tokens, temperature, top_p
+        self.timeout, self.retries, self.backoff, self.api_key = timeout, retries, backoff, api_key
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai-policy")
+
+    def _one(self, conversation: Conversation) -> Generation:
+        body = {"model": self.model, "messages": openai_messages(conversation), "max_tokens": self.max_new_tokens,
+                "temperature": self.temperature, "top_p": self.top_p}  # fmt: skip
+        reply = post_json(f"{self.base_url}/chat/completions", body, timeout=self.timeout, retries=self.retries,
+                          backoff=self.backoff, api_key=self.api_key)  # fmt: skip
+        try:
+            choice = reply["choices"][0]
+            text = choice["message"]["content"] or ""
+        except (KeyError, IndexError, TypeError):
+            raise ServerError(f"{self.base_url} answered without a completion: {json.dumps(reply)[:300]}") from None
+        finish = "length" if choice.get("finish_reason") == "length" else "stop"
+        return Generation(text=text, token_ids=[], logprobs=[], finish_reason=finish)
+
+    def generate(self, conversations: Sequence[Conversation]) -> list[Generation]:
+        return list(self._pool.map(self._one, conversations))
+
+
+class SGLangPolicy:
+    """sglang's native ``/generate``: the prompt rendered with the model's chat template (one image pad per
+    frame: the server expands it), frames as ``image_data``, and the sampled ids with their log-probs."""
+
+    def __init__(self, base_url: str, tokenizer: Any, *, max_new_tokens: int = 2048, temperature: float = 0.7,
+                 timeout: float = 300.0, retries: int = 3, backoff: float = 1.0, concurrency: int = 8) -> None:  # fmt: skip
+        self.base_url = base_url.rstrip("/")
+        self.tokenizer = tokenizer
+        self.max_new_tokens, self.temperature = max_new_tokens, temperature
+        self.timeout, self.retries, self.backoff = timeout, retries, backoff
+        self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="sglang-policy")
+
+    def render(self, conversation: Conversation) -> str:
+        chat = [{"role": m.role, "content": m.parts()} for m in conversation]
+        return self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+
+    def _one(self, conversation: Conversation) -> Generation:
+        body = {
+            "text": self.render(conversation),
+            "image_data": [to_base64_png(f) for m in conversation for f in m.images] or None,
+            "sampling_params": {"temperature": self.temperature, "max_new_tokens": self.max_new_tokens},
+            "return_logprob": True,
+        }
+        reply = post_json(f"{self.base_url}/generate", body, timeout=self.timeout, retries=self.retries, backoff=self.backoff)
+        try:
+            meta = reply["meta_info"]
+            pairs = meta["output_token_logprobs"]
+            ids = [int(p[1]) for p in pairs]
+            logprobs = [float(p[0]) for p in pairs]
+            finish = meta.get("finish_reason") or {}
+        except (KeyError, TypeError, IndexError, ValueError):
+            raise ServerError(f"{self.base_url}/generate answered without token log-probs: {json.dumps(reply)[:300]}") from None
+        kind = finish.get("type") if isinstance(finish, dict) else str(finish)
+        return Generation(text=reply.get("text", ""), token_ids=ids, logprobs=logprobs,
+                          finish_reason="length" if kind == "length" else "stop")  # fmt: skip
+
+    def generate(self, conversations: Sequence[Conversation]) -> list[Generation]:
+        return list(self._pool.map(self._one, conversations))
+
+
+__all__ = ["Message", "OpenAIPolicy", "SGLangPolicy", "ServerError"]
