@@ -263,7 +263,7 @@ class Trainer:
                     loss = loss + cfg.grpo.kl_coef * kl
                 (loss / len(trajs)).backward()
                 stats["loss"].append(float(loss.detach()))
-                stats["kl"].append(float(kl))
+                stats["kl"].append(float(kl.detach()))
                 stats["clip_fraction"].append(diag["clip_fraction"])
                 stats["entropy"].append(float(-masked_mean(logp.detach(), mask)))  # sampled-token estimate
         torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), cfg.optim.grad_clip)

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .gating import FRAME_BUDGETS
 from .protocol import PROMPT_MODES
 from .rewards import RewardConfig
-from .tools import DISPATCH_MODES, TOOL_RESULT_MODES
+from .tools import DISPATCH_MODES, TOOL_RESULT_MODES, BatchSubAgent
+from .video import BACKENDS
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 @dataclass
@@ -64,16 +71,38 @@ class EnvConfig:
         if self.prompt_mode not in PROMPT_MODES:
             raise ValueError(f"EnvConfig.prompt_mode must be one of {PROMPT_MODES}, got {self.prompt_mode!r}")
         for name in ("max_parallel", "max_turns", "frame_budget", "crop_max_frames", "max_action_chars"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"EnvConfig.{name} must be >= 1, got {getattr(self, name)!r}")
-        if not self.gating_choices or any(int(k) < 1 for k in self.gating_choices):
-            raise ValueError(f"EnvConfig.gating_choices must be positive budgets, got {self.gating_choices!r}")
-        if not self.crop_fps > 0:
-            raise ValueError(f"EnvConfig.crop_fps must be > 0, got {self.crop_fps!r}")
+            value = getattr(self, name)
+            if not _is_int(value) or value < 1:
+                raise ValueError(f"EnvConfig.{name} must be an integer >= 1, got {value!r}")
+        if not _is_int(self.seed):
+            raise ValueError(f"EnvConfig.seed must be an integer, got {self.seed!r}")
+        if not self.gating_choices or any(not _is_int(k) or k < 1 for k in self.gating_choices):
+            raise ValueError(f"EnvConfig.gating_choices must be positive integer budgets, got {self.gating_choices!r}")
+        if not (isinstance(self.crop_fps, numbers.Real) and 0 < self.crop_fps < math.inf):
+            raise ValueError(f"EnvConfig.crop_fps must be a finite number > 0, got {self.crop_fps!r}")
+        # Below one 28 x 28 patch the Qwen-VL resize rule has no size to give (frames would be 0 pixels wide).
+        if not (_is_int(self.min_pixels) and _is_int(self.max_pixels)) or self.min_pixels < 0 or self.max_pixels < 784:
+            raise ValueError(
+                f"EnvConfig.min_pixels/max_pixels must be integers, 0 <= min_pixels and max_pixels >= 784, "
+                f"got {self.min_pixels!r}, {self.max_pixels!r}"
+            )
         if self.min_pixels > self.max_pixels:
             raise ValueError(f"EnvConfig.min_pixels ({self.min_pixels}) exceeds max_pixels ({self.max_pixels})")
+        if self.backend not in ("auto", *BACKENDS):
+            raise ValueError(f"EnvConfig.backend must be one of {('auto', *BACKENDS)}, got {self.backend!r}")
+        tol = self.overview_tolerance
+        if tol is not None and not (isinstance(tol, numbers.Real) and 0 <= tol < math.inf):
+            raise ValueError(f"EnvConfig.overview_tolerance must be None or a finite number >= 0, got {tol!r}")
+        if isinstance(self.reward, dict):  # a recipe's reward block (YAML maps 1:1 onto RewardConfig)
+            self.reward = RewardConfig.from_dict(self.reward)
+        if not isinstance(self.reward, RewardConfig):
+            raise ValueError(f"EnvConfig.reward must be a RewardConfig (or a dict of its fields), got {self.reward!r}")
         if self.tool_result == "subagent" and self.subagent is None:
             raise ValueError('EnvConfig.tool_result="subagent" needs EnvConfig.subagent (a callable)')
+        if self.subagent is not None and not (callable(self.subagent) or isinstance(self.subagent, BatchSubAgent)):
+            raise ValueError(
+                f"EnvConfig.subagent must be a callable or have batch(requests), got {type(self.subagent).__name__}"
+            )
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> EnvConfig:

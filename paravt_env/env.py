@@ -130,8 +130,9 @@ class VideoToolEnv(gym.Env[dict, str]):
         cfg = self.config
         if options.get("frame_budget") is not None:
             k = int(options["frame_budget"])
-            if k < 1:
-                raise ValueError(f"reset option frame_budget must be >= 1, got {k}")
+            most = self.observation_space["frames"].max_frames
+            if not 1 <= k <= most:  # more frames than the observation space admits would break its contract
+                raise ValueError(f"reset option frame_budget must be in [1, {most}], got {k}")
         elif cfg.nframes_gating:
             k = gated_frame_budget(sample.id, epoch, cfg.seed, cfg.gating_choices)
         else:

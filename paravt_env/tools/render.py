@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
-from ..protocol.markers import frames_block
+from ..protocol.markers import IMAGE_PLACEHOLDER, frames_block
 from ..video import Frames
 from .crop import CropResult
 from .dispatch import TurnToolReport
 
 
+def _echo(text: object) -> str:
+    """Text that quotes the model (errors, notes, sub-agent summaries) must not forge a frame placeholder:
+    the number of placeholders in an observation always equals its number of frames."""
+    return str(text).replace(IMAGE_PLACEHOLDER, "[image]")
+
+
 def _describe(result: CropResult, tool_result: str) -> str:
     head = f"crop_video call #{result.call_index + 1}"
     if result.status != "executed":
-        return f"{head} {result.status}: {result.error}"
+        return f"{head} {result.status}: {_echo(result.error)}"
     req = result.request
     lines = [f"{head}: window [{req.start:.1f}, {req.end:.1f}] s, {len(result.frames)} frames"]
-    lines += [f"note: {n}" for n in req.notes]
+    lines += [f"note: {_echo(n)}" for n in req.notes]
     if tool_result == "subagent":
-        lines.append(f"sub-agent summary: {result.summary}")
+        lines.append(f"sub-agent summary: {_echo(result.summary)}")
     else:
         lines.append(frames_block(result.frames.timestamps))
     return "\n".join(lines)
