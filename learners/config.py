@@ -65,6 +65,9 @@ class RolloutConfig:
     """Sampling temperature (release: 0.7)."""
     max_new_tokens: int = 2048
     """Tokens per turn (release: 2048)."""
+    include_subagents: bool = False
+    """In "subagent" mode, also train on the sub-agent's generations (with their episode's advantage). The
+    release trains only the main agent."""
 
 
 @dataclass

@@ -39,6 +39,9 @@ class Trajectory:
     epoch: int = 0
     turn_texts: list[str] = field(default_factory=list)
     truncated: bool = False
+    subagent_trajectories: list[Trajectory] = field(default_factory=list, repr=False)
+    """The sub-agent's generations of this episode ("subagent" mode), one single-turn trajectory each,
+    kept apart: the release trains only the main agent (``rollout.include_subagents`` opts in)."""
 
     def __len__(self) -> int:
         return len(self.input_ids)
@@ -100,11 +103,27 @@ def struct_positions(ids: Sequence[int], tag_ids: Sequence[Sequence[int]]) -> li
     return mask
 
 
+def single_turn_trajectory(policy: HFPolicy, prompt: Encoded, gen) -> Trajectory:
+    """A one-turn trajectory (a sub-agent call): the prompt, then the generated ids."""
+    n = len(prompt.input_ids)
+    tag_ids = [policy.tokenizer.encode(t, add_special_tokens=False) for t in STRUCTURAL_TAGS]
+    return Trajectory(
+        input_ids=prompt.input_ids + list(gen.token_ids),
+        loss_mask=[0] * n + [1] * len(gen.token_ids),
+        logprobs=[0.0] * n + list(gen.logprobs),
+        struct_mask=[0] * n + struct_positions(gen.token_ids, tag_ids),
+        encoded=prompt.with_ids(gen.token_ids),
+        turns=1,
+        turn_texts=[gen.text],
+    )
+
+
 def run_episode(
     env, policy: HFPolicy, subagent: Any = None, seed: int | None = None, options: dict[str, Any] | None = None
 ) -> Trajectory:
-    """Play one episode of ``env`` with ``policy``; in "subagent" mode the sub-agent defaults to the policy
-    itself (weight sharing, as in ParaVT)."""
+    """Play one episode of ``env`` with ``policy``. In "subagent" mode the sub-agent is ``subagent`` if given,
+    else the policy itself (weight sharing, as in ParaVT), whose generations are kept in
+    ``Trajectory.subagent_trajectories``."""
     return run_group([env], policy, subagent=subagent, seed=seed, options=options)[0]
 
 
@@ -115,10 +134,15 @@ def run_group(
     together (a GRPO group: the same ``options`` make every env play the same prompt with the same K)."""
     builders: list[_Builder] = []
     infos = []
+    recorders: list[PolicySubAgent | None] = []
     for env in envs:
         base = env.unwrapped
-        if base.config.tool_result == "subagent" and (subagent is not None or base.config.subagent is None):
-            base.config.subagent = subagent if subagent is not None else PolicySubAgent(policy)
+        recorder = None
+        if base.config.tool_result == "subagent":
+            if subagent is None:  # weight sharing: the policy itself, recorded per episode
+                recorder = PolicySubAgent(policy, record=True)
+            base.config.subagent = subagent if subagent is not None else recorder
+        recorders.append(recorder)
         obs, info = env.reset(seed=seed, options=options)
         history = [Message("system", info["system_prompt"]), observation_message("user", obs, info["user_prompt"])]
         builders.append(_Builder(policy, policy.encode(history), history))
@@ -140,7 +164,7 @@ def run_group(
             else:
                 builders[i].add_feedback(observation_message("user", obs))
     trajectories = []
-    for b, info, res, (turns, calls) in zip(builders, infos, results, counts, strict=True):
+    for b, info, res, (turns, calls), rec in zip(builders, infos, results, counts, recorders, strict=True):
         trajectories.append(
             Trajectory(
                 input_ids=list(b.encoded.input_ids),
@@ -157,6 +181,7 @@ def run_group(
                 epoch=int(info.get("epoch", 0)),
                 turn_texts=b.texts,
                 truncated=bool(res["truncated"]),
+                subagent_trajectories=list(rec.trajectories) if rec is not None else [],
             )
         )
     return trajectories

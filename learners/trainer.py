@@ -242,7 +242,10 @@ class Trainer:
         self.optimizer.zero_grad()
         stats: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}
         for g, a_task, a_fmt in zip(groups, task, fmt, strict=True):
-            for tr, at, af in zip(g, a_task, a_fmt, strict=True):
+            units = [(tr, at, af) for tr, at, af in zip(g, a_task, a_fmt, strict=True)]
+            if cfg.rollout.include_subagents:  # the sub-agent shares the weights and its episode's outcome
+                units += [(sub, at, af) for tr, at, af in zip(g, a_task, a_fmt, strict=True) for sub in tr.subagent_trajectories]
+            for tr, at, af in units:
                 mask = torch.tensor(tr.loss_mask[1:], dtype=torch.float32)
                 if mask.sum() == 0:
                     continue
@@ -261,7 +264,7 @@ class Trainer:
                         ref = self.policy.sequence_logprobs(tr.encoded, model=self._reference())
                     kl = masked_mean(kl_penalty(logp, ref, cfg.grpo.kl_estimator), mask)
                     loss = loss + cfg.grpo.kl_coef * kl
-                (loss / len(trajs)).backward()
+                (loss / len(units) / len(groups)).backward()
                 stats["loss"].append(float(loss.detach()))
                 stats["kl"].append(float(kl.detach()))
                 stats["clip_fraction"].append(diag["clip_fraction"])

@@ -50,8 +50,10 @@ class PolicySubAgent:
     """The env's sub-agent: each crop's frames and the main question go to the policy, all crops of a turn
     in one batch; the reply (its reasoning removed) is the summary the main agent reads."""
 
-    def __init__(self, policy: Policy) -> None:
+    def __init__(self, policy: Policy, record: bool = False) -> None:
         self.policy = policy
+        self.record = record
+        self.trajectories: list = []  # with record=True: one token-space trajectory per summary (HFPolicy only)
 
     def _conversation(self, request: SubAgentRequest) -> Conversation:
         return [
@@ -60,7 +62,15 @@ class PolicySubAgent:
         ]
 
     def batch(self, requests: Sequence[SubAgentRequest]) -> list[str]:
-        gens = self.policy.generate([self._conversation(r) for r in requests])
+        conversations = [self._conversation(r) for r in requests]
+        if self.record and hasattr(self.policy, "generate_encoded"):
+            from ..rollout import single_turn_trajectory
+
+            prompts = [self.policy.encode(c) for c in conversations]
+            gens = self.policy.generate_encoded(prompts)
+            self.trajectories += [single_turn_trajectory(self.policy, p, g) for p, g in zip(prompts, gens, strict=True)]
+        else:
+            gens = self.policy.generate(conversations)
         return [_THINK_RE.sub("", g.text).strip() or g.text.strip() for g in gens]
 
     def __call__(self, request: SubAgentRequest) -> str:

@@ -94,6 +94,12 @@ def test_subagent_mode_uses_the_policy_itself(tiny_qwen3, synth_small):
     tr = run_episode(env, policy, options={"index": 0})
     text = base.tokenizer.decode([t for t, m in zip(tr.input_ids, tr.loss_mask, strict=True) if not m])
     assert text.count("sub-agent summary:") == 2 and tr.encoded.n_images == 4
+    # the sub-agent's own generations are kept apart, one single-turn trajectory per crop, with its frames
+    assert len(tr.subagent_trajectories) == 2
+    for sub in tr.subagent_trajectories:
+        assert len(sub.input_ids) == len(sub.loss_mask) == len(sub.logprobs) == len(sub.struct_mask)
+        assert sub.encoded.n_images > 0 and sub.n_generated > 0
+        assert all(np.isfinite(lp) for lp, m in zip(sub.logprobs, sub.loss_mask, strict=True) if m)
 
 
 def test_struct_positions_finds_multi_token_patterns():
