@@ -1,139 +1,353 @@
+"""VideoToolEnv never raises on an action and never reads another file: foreign video paths, malformed and
+hostile calls, odd action types, megabyte turns, forged placeholders, and 1500 fuzzed actions."""
+
+from __future__ import annotations
+
+import builtins
 import json
 import math
 import random
 import string
+import time
 
+import av
 import numpy as np
 import pytest
 
 import paravt_env.env as env_module
 from paravt_env import EnvConfig, VideoToolEnv
+from paravt_env.protocol import count_placeholders
+from paravt_env.video import open_video, sample_window
+
+STEP_KEYS = {"turn", "frame_budget", "tool_calls", "parse_problems", "timing", "action_truncated"}
+FINAL_KEYS = {"reward_breakdown", "prediction", "ground_truth", "executed_tool_calls"}
+IGNORED = "ignored: crops always read the current video"
 
 
-def call(**arguments):
+def call(**arguments) -> str:
     return "<tool_call>" + json.dumps({"name": "crop_video", "arguments": arguments}) + "</tool_call>"
 
 
+def check_step(env: VideoToolEnv, result) -> None:
+    """The invariants of every transition, whatever the action."""
+    obs, reward, term, trunc, info = result
+    assert env.observation_space.contains(obs)
+    assert len(obs["frames"]) == len(obs["timestamps"]) == count_placeholders(obs["text"])
+    assert np.all(obs["timestamps"] >= 0) and np.all(obs["timestamps"] <= env.sample.duration + 1e-6)
+    assert isinstance(reward, float) and math.isfinite(reward)
+    assert isinstance(term, bool) and isinstance(trunc, bool) and not (term and trunc)
+    assert set(info) >= STEP_KEYS
+    assert set(info["tool_calls"]) == {"requested", "executed", "rejected", "failed"}
+    if term or trunc:
+        assert set(info) >= FINAL_KEYS and reward == info["reward_breakdown"]["total"]
+        assert all(math.isfinite(v) for v in info["reward_breakdown"].values())
+    else:
+        assert reward == 0.0 and not FINAL_KEYS & set(info)
+
+
 @pytest.fixture
-def samples(synth_small):
-    return synth_small[1]
+def env(env_samples):
+    env = VideoToolEnv(env_samples, EnvConfig(frame_budget=4, crop_max_frames=8))
+    yield env
+    env.close()
 
 
-def test_a_crop_naming_another_file_reads_only_the_current_video(samples, monkeypatch):
-    opened = []
-    real_open = env_module.open_video
-
-    def spy(path, *args, **kwargs):
-        opened.append(str(path))
-        return real_open(path, *args, **kwargs)
-
-    monkeypatch.setattr(env_module, "open_video", spy)
-    env = VideoToolEnv(samples, EnvConfig(frame_budget=4))
+# --- only the current video is ever read ----------------------------------------------------------------
+def test_a_crop_naming_another_file_reads_only_the_current_video(env_samples, monkeypatch):
+    own, other = env_samples[2], env_samples[3]
+    env = VideoToolEnv(env_samples, EnvConfig(frame_budget=4, crop_max_frames=8))
     env.reset(options={"index": 2})
-    other = samples[3].video_path
-    action = (
-        call(video_path="/etc/passwd", start_time=1, end_time=6)
-        + call(video_path=other, start_time=2, end_time=7)
-        + '<tool_code>crop_video("/root/.ssh/id_rsa", 3, 8)</tool_code>'
+
+    opened, files, containers = [], [], []
+    real_open_video, real_av_open, real_open = env_module.open_video, av.open, builtins.open
+    monkeypatch.setattr(
+        env_module,
+        "open_video",
+        lambda path, *a, **k: opened.append(str(path)) or real_open_video(path, *a, **k),
     )
-    obs, _, _, _, info = env.step(action)
-    assert info["tool_calls"]["executed"] == 3
-    assert obs["text"].count("ignored: crops always read the current video") == 3
-    assert opened == [samples[2].video_path]
-    assert len(obs["frames"]) > 0
+    monkeypatch.setattr(
+        av, "open", lambda path, *a, **k: containers.append(str(path)) or real_av_open(path, *a, **k)
+    )
+    monkeypatch.setattr(
+        builtins, "open", lambda path, *a, **k: files.append(str(path)) or real_open(path, *a, **k)
+    )
+    action = (
+        "<think>Let me look at other files.</think>"
+        + call(video_path="/etc/passwd", start_time=1, end_time=6)
+        + call(video_path=other.video_path, start_time=11, end_time=16)
+        + '<tool_code>crop_video("/other/video.mp4", 21, 26)</tool_code>'
+        + '<tool_code>crop_video(video_path="/root/.ssh/id_rsa", start_time=31, end_time=36)</tool_code>'
+    )
+    obs, reward, term, trunc, info = env.step(action)
+    monkeypatch.undo()
+
+    assert info["tool_calls"] == {"requested": 4, "executed": 4, "rejected": 0, "failed": 0}
+    assert obs["text"].count(IGNORED) == 4
+    for path in ("/etc/passwd", other.video_path, "/other/video.mp4", "/root/.ssh/id_rsa"):
+        assert repr(path[:80]) in obs["text"]
+    assert opened == []  # no reader was opened at all: the current one was reused
+    assert set(containers) <= {own.video_path} and set(files) <= {own.video_path}
+    check_step(env, (obs, reward, term, trunc, info))
+
+    # The frames are the current video's own frames of the requested windows (not the other video's).
+    reader = open_video(own.video_path)
+    wins = [(1, 6), (11, 16), (21, 26), (31, 36)]
+    expected = [sample_window(reader, a, b, max_frames=8) for a, b in wins]
+    assert np.array_equal(obs["timestamps"], np.concatenate([f.timestamps for f in expected]))
+    assert np.array_equal(obs["frames"], np.concatenate([f.images for f in expected]))
+    foreign = sample_window(open_video(other.video_path), 11, 16, max_frames=8)
+    assert not np.array_equal(expected[1].images, foreign.images)
+
+
+def test_only_the_episode_video_is_opened_at_reset(env_samples, monkeypatch):
+    opened = []
+    real = env_module.open_video
+    monkeypatch.setattr(
+        env_module, "open_video", lambda path, *a, **k: opened.append(str(path)) or real(path, *a, **k)
+    )
+    env = VideoToolEnv(env_samples, EnvConfig(frame_budget=4))
+    env.reset(options={"index": 1})
+    env.step(call(video_path=env_samples[0].video_path, start_time=1, end_time=5))
+    env.reset(options={"index": 1})
+    assert opened == [env_samples[1].video_path]  # readers are kept per video and reused
+
+
+# --- malformed and hostile calls ------------------------------------------------------------------------
+BIG = "1" + "0" * 400  # an integer literal too large for a float
 
 
 @pytest.mark.parametrize(
-    ("action", "expected"),
+    ("action", "expected", "executed"),
     [
-        ("<tool_call>{not json}</tool_call>", "invalid JSON"),
-        ('<tool_call>{"name": "delete_video", "arguments": {}}</tool_call>', "unknown tool"),
-        (call(start_time=30, end_time=10), "must be smaller than end_time"),
-        (call(start_time=-50, end_time=-10), "leaves less than"),
-        (call(start_time=float("nan"), end_time=5), "NaN"),
-        ('<tool_call>{"name": "crop_video", "arguments": {"start_time": -Infinity, "end_time": Infinity}}</tool_call>', "clamped"),
-        (call(start_time=1e300, end_time=1e301), "leaves less than"),
-        (call(start_time="soon", end_time=5), "not a time"),
-        (call(start_time=1), "missing argument end_time"),
+        ("<tool_call>{not json}</tool_call>", "invalid JSON", 0),
+        (
+            '<tool_call>{"name": "crop_video", "arguments": {"start_time": 1, "end_time": 5}</tool_call>',
+            "invalid JSON",
+            0,
+        ),
+        ("<tool_call>" + "[" * 100_000 + "</tool_call>", "invalid JSON", 0),
+        ("<tool_call></tool_call>", "empty <tool_call> block", 0),
+        (
+            '<tool_call>{"name": "delete_video", "arguments": {}}</tool_call>',
+            "unknown tool 'delete_video'",
+            0,
+        ),
+        (
+            '<tool_call>{"name": "crop_video", "arguments": [1, 5]}</tool_call>',
+            "arguments must be an object",
+            0,
+        ),
+        ('<tool_code>import os; os.system("touch /tmp/pwned")</tool_code>', "unknown tool 'system'", 0),
+        ("<tool_code>__import__('os').system('true')</tool_code>", "unknown tool 'system'", 0),
+        ("<tool_code>(lambda: 1)()</tool_code>", "no tool name", 0),
+        ("<tool_code>crop_video(" + "(" * 500 + ")</tool_code>", "no function call found", 0),
+        (call(start_time=30, end_time=10), "must be smaller than end_time", 0),
+        (call(start_time=5, end_time=5), "must be smaller than end_time", 0),
+        (call(start_time=-50, end_time=-10), "leaves less than", 0),
+        (call(start_time=-5, end_time=5), "window clamped to the video", 1),
+        (call(start_time=float("nan"), end_time=5), "got NaN", 0),
+        (call(start_time=1, end_time="nan"), "is not a time", 0),
+        ("<tool_code>crop_video(float('nan'), 5)</tool_code>", "is not a time", 0),
+        (
+            '<tool_call>{"name": "crop_video", "arguments": {"start_time": -Infinity, "end_time": Infinity}}</tool_call>',
+            "window clamped",
+            1,
+        ),
+        (call(start_time=float("inf"), end_time=float("inf")), "must be smaller than end_time", 0),
+        (call(start_time=1e300, end_time=1e301), "leaves less than", 0),
+        (f"<tool_code>crop_video(1, {BIG})</tool_code>", "window clamped", 1),
+        (f"<tool_code>crop_video({BIG}, {BIG}0)</tool_code>", "must be smaller than end_time", 0),
+        (call(start_time="soon", end_time=5), "is not a time", 0),
+        (call(start_time=True, end_time=5), "is not a time", 0),
+        (call(start_time=1), "missing argument end_time", 0),
+        (call(start_time=1, end_time=5, video_path=["/etc/passwd"]), "window [1.0, 5.0] s", 1),
     ],
+    ids=lambda v: repr(v)[:60] if isinstance(v, str) else None,
 )
-def test_bad_calls_become_feedback(samples, action, expected):
-    env = VideoToolEnv(samples, EnvConfig(frame_budget=4))
+def test_bad_calls_become_feedback(env, action, expected, executed):
     env.reset(options={"index": 0})
-    obs, reward, term, trunc, info = env.step(action)
+    result = env.step(action)
+    obs, reward, term, trunc, info = result
+    check_step(env, result)
     assert expected in obs["text"]
     assert not term and not trunc and reward == 0.0
-    assert info["tool_calls"]["requested"] == 1
+    assert info["tool_calls"]["requested"] == 1 and info["tool_calls"]["executed"] == executed
+    if not executed:
+        assert info["parse_problems"] or "rejected" in obs["text"]
 
 
-def test_too_many_calls_and_megabyte_turns(samples):
-    env = VideoToolEnv(samples, EnvConfig(frame_budget=4, max_parallel=3))
+def test_more_calls_than_allowed(env_samples):
+    env = VideoToolEnv(env_samples, EnvConfig(frame_budget=4, max_parallel=3, crop_max_frames=2))
     env.reset(options={"index": 0})
     obs, _, _, _, info = env.step(call(start_time=1, end_time=3) * 20)
-    assert info["tool_calls"]["executed"] == 3 and info["tool_calls"]["rejected"] == 17
+    assert info["tool_calls"] == {"requested": 20, "executed": 3, "rejected": 17, "failed": 0}
+    assert obs["text"].count("at most 3 crops run per turn") == 17
     env.reset(options={"index": 0})
-    huge = "<think>" + "x" * 1_000_000 + "</think>" + call(start_time=1, end_time=3)
-    obs, _, term, _, info = env.step(huge)
-    assert info["action_truncated"] and term  # the call was cut off with the tail: nothing left to run
-    assert info["reward_breakdown"]["total"] == pytest.approx(info["reward_breakdown"]["total"])
+    obs, _, _, _, info = env.step(call(start_time=1, end_time=3) * 100)
+    assert info["tool_calls"]["requested"] == 64 and info["tool_calls"]["executed"] == 3
+    assert any("only the first 64 were read" in p for p in info["parse_problems"])
 
 
-@pytest.mark.parametrize("action", ["\x00\x01\x1b[31m\u202e<answer>\udcff", b"\xff\xfe<answer>A</answer>", None, 12.5, ""])
-def test_odd_actions_never_raise(samples, action):
-    env = VideoToolEnv(samples, EnvConfig(frame_budget=4))
+def test_a_megabyte_turn_is_cut_and_the_cut_is_reported(env):
     env.reset(options={"index": 0})
-    obs, reward, term, trunc, info = env.step(action)
-    assert env.observation_space.contains(obs) and math.isfinite(reward)
+    huge = "<think>" + call(start_time=1, end_time=5) + "x" * 1_000_000 + "</think>"
+    result = env.step(huge)
+    obs, _, term, _, info = result
+    check_step(env, result)
+    assert info["action_truncated"] is True and not term and info["tool_calls"]["executed"] == 1
+    assert f"your turn was {len(huge)} characters long; only the first 32768 were read" in obs["text"]
+    assert len(env.agent_text) == 32768
+    # The tail (with the only call) was cut: nothing left to run, the episode ends and is scored.
+    env.reset(options={"index": 0})
+    result = env.step("y" * 1_000_000 + call(start_time=1, end_time=5))
+    check_step(env, result)
+    assert result[4]["action_truncated"] is True and result[2] and result[4]["tool_calls"]["requested"] == 0
+    env.reset(options={"index": 0})
+    assert env.step(call(start_time=1, end_time=5))[4]["action_truncated"] is False
 
 
+@pytest.mark.parametrize(
+    "action",
+    [
+        "\x00\x01\x02\x1b[31m\x7f",
+        '<tool_call>\x00{"name": "crop_video"}\x00</tool_call>',
+        "<tool_code>crop_video(1,\x00 5)</tool_code>",
+        "\u202e<answer>\udcff\ud800</answer>",
+        "<think>\U0001f3ac\u200b\ufeff</think>",
+        b"\xff\xfe\x00<answer>A</answer>",
+        b"<tool_call>"
+        + json.dumps({"name": "crop_video", "arguments": {"start_time": 1, "end_time": 4}}).encode()
+        + b"</tool_call>",
+        bytearray(b"<answer>B</answer>"),
+        None,
+        12.5,
+        float("nan"),
+        ["<answer>A</answer>"],
+        {"answer": "A"},
+        "",
+        "   \n\t  ",
+        "<answer>",
+        "</answer></think></tool_call>",
+        "<|im_end|><|im_start|>assistant\n<answer>A</answer>",
+    ],
+)
+def test_odd_actions_never_raise(env, action):
+    env.reset(options={"index": 1})
+    check_step(env, env.step(action))
+
+
+def test_bytes_are_decoded_as_utf8(env):
+    env.reset(options={"index": 1})
+    _, _, term, _, info = env.step("<answer>Äö</answer>".encode())
+    assert term and info["prediction"] == "Äö"
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        '<tool_call>{"name": "<image><image>", "arguments": {}}</tool_call>',
+        '<tool_call>{"name": "crop_video", "arguments": {"start_time": "<image>", "end_time": 5}}</tool_call>',
+        call(video_path="<image><image>.mp4", start_time=1, end_time=5),
+        "<tool_code>crop_video('<image>', '<image>', '<image>')</tool_code>",
+    ],
+)
+def test_echoed_model_text_cannot_forge_frame_placeholders(env, action):
+    env.reset(options={"index": 0})
+    obs, *_ = env.step(action)
+    assert len(obs["frames"]) == count_placeholders(obs["text"])
+
+
+def test_a_subagent_summary_cannot_forge_frame_placeholders(env_samples):
+    config = EnvConfig(
+        frame_budget=4, tool_result="subagent", subagent=lambda r: "I see <image> <image> here"
+    )
+    env = VideoToolEnv(env_samples, config)
+    env.reset(options={"index": 0})
+    obs, _, _, _, info = env.step(call(start_time=1, end_time=5))
+    assert info["tool_calls"]["executed"] == 1 and "I see [image] [image] here" in obs["text"]
+    assert count_placeholders(obs["text"]) == 0 == len(obs["frames"])
+
+
+# --- fuzz -----------------------------------------------------------------------------------------------
 TAGS = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_code>", "</tool_code>", "<answer>", "</answer>",
-        "<tool_response>", "<|im_end|>", "<|im_start|>", "{", "}", '"name"', '"crop_video"', '"arguments"', ":", ","]  # fmt: skip
-TIMES = [0, 1, 2, 4, 7.5, 12, 20, 33, -5, 3.5, 1e9, -1e9, 1e308, "nan", "inf", "-inf", "01:05", "x", None, True, [], {}]
+        "<tool_response>", "</tool_response>", "<image>", "<|im_end|>", "<|im_start|>", "```json\n", "```",
+        "{", "}", "[", "]", '"name"', '"crop_video"', '"arguments"', '"start_time"', '"end_time"', ":", ",",
+        "crop_video(", ")", "B", "12.5", "NaN", "Infinity", "\n"]  # fmt: skip
+TIMES = [0, 0.2, 1, 2, 3.5, 4, 7.5, 12, 20, 33, 47.5, 60, 85, -5, -0.0, 1e9, -1e9, 1e308, 1e-300, 10**30,
+         float("nan"), float("inf"), float("-inf"), "nan", "inf", "01:05", "0:00:12.5", "12s", "x", "", None,
+         True, [], {}, [1, 2]]  # fmt: skip
+NAMES = ["crop_video"] * 6 + ["zoom", "", "<image>", "crop_video\x00", "CROP_VIDEO"]
+START_KEYS = ["start_time"] * 4 + ["start", "begin", "from", "start_sec", "stat_time"]
+END_KEYS = ["end_time"] * 4 + ["end", "stop", "to", "end_sec", "ned_time"]
 
 
-def _fuzz_action(rng: random.Random, env) -> str:
-    kind = rng.randrange(6)
+def _rand_text(rng: random.Random, n: int) -> str:
+    return "".join(rng.choice(string.printable) for _ in range(n))
+
+
+def _rand_unicode(rng: random.Random, n: int) -> str:
+    return "".join(chr(rng.randrange(0, 0x110000)) for _ in range(n))
+
+
+def _rand_call(rng: random.Random) -> str:
+    a, b = rng.choice(TIMES), rng.choice(TIMES)
+    if rng.random() < 0.4 and isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(a):
+        b = a + rng.choice([0.5, 1, 2, 4, 8])  # mostly valid windows, so the crop path runs often
+    form = rng.randrange(4)
+    if form < 2:
+        arguments = {rng.choice(START_KEYS): a, rng.choice(END_KEYS): b}
+        if rng.random() < 0.2:
+            arguments["video_path"] = rng.choice(["/etc/passwd", "../../v.mp4", "<image>", 7])
+        body = json.dumps({"name": rng.choice(NAMES), "arguments": arguments})
+        if form == 1:
+            body = rng.choice([body[: rng.randrange(len(body) + 1)], f"[{body}, {body}]", f"```json\n{body}\n```",
+                               body.replace('"arguments"', '"parameters"'), "junk " + body + " junk"])  # fmt: skip
+        return f"<tool_call>{body}</tool_call>"
+    args = f"{a!r}, {b!r}" if form == 2 else f"'/x.mp4', {a!r}, {b!r}"
+    if rng.random() < 0.2:
+        args = f"start_time={a!r}, end_time={b!r}"
+    return f"<tool_code>{rng.choice(['', 'print('])}crop_video({args}){rng.choice(['', ')', chr(39)])}</tool_code>"
+
+
+def _fuzz_action(rng: random.Random, env: VideoToolEnv):
+    kind = rng.randrange(10)
     if kind == 0:
         return env.action_space.sample()
     if kind == 1:
-        return "".join(rng.choice(string.printable) for _ in range(rng.randrange(200)))
+        return _rand_text(rng, rng.randrange(300))
     if kind == 2:
-        return "".join(chr(rng.randrange(1, 0x2FFFF)) for _ in range(rng.randrange(80)))
+        return _rand_unicode(rng, rng.randrange(120))
     if kind == 3:
-        return "".join(rng.choice(TAGS + [" crop_video(", ")", "B", "12.5"]) for _ in range(rng.randrange(30)))
-    calls = []
-    for _ in range(rng.randrange(1, 8)):
-        a, b = rng.choice(TIMES), rng.choice(TIMES)
-        if rng.random() < 0.5:
-            body = json.dumps({"name": rng.choice(["crop_video", "crop_video", "zoom"]), "arguments": {"start_time": a, "end_time": b}})
-            if rng.random() < 0.2:
-                body = body[: rng.randrange(len(body))]
-            calls.append(f"<tool_call>{body}</tool_call>")
-        else:
-            calls.append(f"<tool_code>crop_video({a!r}, {b!r})</tool_code>")
-    tail = rng.choice(["", "<answer>B</answer>", "<answer>", "</think>"])
-    return "<think>fuzz</think>" + "".join(calls) + tail
+        return "".join(rng.choice(TAGS) for _ in range(rng.randrange(40)))
+    if kind == 4:  # odd types and sizes
+        return rng.choice([None, b"\xff<answer>A</answer>", 3.14, "", "x" * 40_000 + "<answer>A</answer>",
+                           "<think>" * 2000, "{" * 5000, "<tool_code>" + "(" * 300 + "</tool_code>"])  # fmt: skip
+    calls = "".join(_rand_call(rng) for _ in range(rng.randrange(1, 9)))
+    think = rng.choice(["<think>fuzz</think>", "<think>" + _rand_text(rng, 20), "", "</think>"])
+    tail = rng.choice(["", "", "", "<answer>B</answer>", "<answer>", "</think>", "<answer>[3, 9]</answer>"])
+    return think + calls + tail
 
 
-def test_fuzz_1500_actions_never_raise(samples):
-    rng = random.Random(1234)
-    env = VideoToolEnv(samples, EnvConfig(frame_budget=4, crop_max_frames=4, max_turns=3))
+def test_fuzz_1500_actions_never_raise(env_samples):
+    rng = random.Random(20240611)
+    env = VideoToolEnv(env_samples, EnvConfig(frame_budget=4, crop_max_frames=4, max_turns=3))
     env.action_space.seed(99)
-    keys = {"turn", "frame_budget", "tool_calls", "parse_problems", "timing"}
-    obs, info = env.reset(seed=0)
+    executed = episodes = truncated = 0
+    t0 = time.perf_counter()
+    env.reset(seed=0)
     done = False
-    executed = episodes = 0
     for _ in range(1500):
         if done:
-            obs, info = env.reset()
-        action = _fuzz_action(rng, env)
-        obs, reward, term, trunc, info = env.step(action)
-        assert env.observation_space.contains(obs)
-        assert math.isfinite(reward) and keys <= set(info)
-        assert obs["frames"].dtype == np.uint8 and len(obs["frames"]) == len(obs["timestamps"])
+            env.reset()
+        result = env.step(_fuzz_action(rng, env))
+        check_step(env, result)
+        _, _, term, trunc, info = result
         executed += info["tool_calls"]["executed"]
         done = term or trunc
-        if done:
-            episodes += 1
-            assert set(info["reward_breakdown"]) == {"total", "accuracy", "format", "tool"}
-    assert executed > 100 and episodes > 300  # the fuzz reached the crop path and ended many episodes
+        episodes += done
+        truncated += trunc
+    env.close()
+    # The fuzz reached every path: crops ran, episodes ended both ways.
+    print(f"fuzz: {executed} crops executed, {episodes} episodes ({truncated} truncated)")
+    assert executed > 150 and episodes > 300 and truncated > 20
+    assert time.perf_counter() - t0 < 120
