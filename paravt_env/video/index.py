@@ -78,8 +78,9 @@ class FrameIndex:
         """Frame index for each requested time.
 
         ``tolerance == 0``: exactly the frame displayed at ``t``. ``tolerance > 0``: among frames whose
-        time is within ``t +- tolerance``, the cheapest to decode (ties go to the one nearest ``t``); the
-        displayed frame when no frame lies that close.
+        time is within ``t +- tolerance``, the cheapest to decode (ties go to the one nearest ``t``) that no
+        earlier request took, so adjacent windows never return the same frame twice; the displayed frame when
+        no frame lies that close.
         """
         exact = self.displayed_at(t)
         if tolerance <= 0 or self.num_frames == 1:
@@ -88,14 +89,19 @@ class FrameIndex:
         lo = np.searchsorted(self.times, t - tolerance - EPS, side="left")
         hi = np.searchsorted(self.times, t + tolerance + EPS, side="right")
         chosen = exact.copy()
+        used: set[int] = set()
         for i in range(t.shape[0]):
             if hi[i] <= lo[i]:
+                used.add(int(chosen[i]))
                 continue
             window = np.arange(lo[i], hi[i])
-            # Lexicographic (cost, distance): cost dominates, distance breaks ties.
+            # Lexicographic (cost, distance): cost dominates, distance breaks ties. Neighbouring windows share
+            # their boundary, so a keyframe there would be picked twice: take the best frame not yet taken.
             dist = np.abs(self.times[window] - t[i])
-            best = np.lexsort((dist, self.cost[window]))[0]
-            chosen[i] = window[best]
+            order = window[np.lexsort((dist, self.cost[window]))]
+            pick = next((int(j) for j in order if int(j) not in used), int(exact[i]))
+            chosen[i] = pick
+            used.add(pick)
         return chosen
 
     def in_window(self, start: float, end: float) -> np.ndarray:

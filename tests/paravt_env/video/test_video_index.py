@@ -48,3 +48,16 @@ def test_in_window_holds_frames_inside_only():
     idx = _index()
     assert idx.in_window(1.0, 2.0).tolist() == [2, 3, 4]
     assert idx.in_window(1.1, 1.4).tolist() == []
+
+
+def test_overview_frames_are_distinct_when_windows_touch(tmp_path):
+    """Neighbouring overview segments share a boundary; a keyframe on it must not be returned twice."""
+    from paravt_env.data.synthetic import SynthConfig, generate_dataset
+    from paravt_env.video import open_video, sample_overview
+
+    [s] = generate_dataset(tmp_path, SynthConfig(n=1, seed=7, min_duration=30, max_duration=40), progress=False)
+    reader = open_video(s.video_path)
+    for k in (16, 32, 48, 64):
+        frames = sample_overview(reader, k, cache=False)
+        assert len(set(frames.indices.tolist())) == k
+        assert np.all(np.diff(frames.timestamps) > 0)
