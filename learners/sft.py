@@ -46,7 +46,7 @@ def run_scripted_episode(
     obs, info = env.reset(options=options)
     history = [Message("system", info["system_prompt"]), observation_message("user", obs, info["user_prompt"])]
     builder = _Builder(policy, policy.encode(history), history)
-    eos = policy.eos_ids[0]
+    eos = policy.end_of_turn_id
     done, turn, calls = False, 0, 0
     reward, breakdown, trunc = 0.0, {}, False
     while not done:

@@ -4,24 +4,30 @@ from __future__ import annotations
 
 import argparse
 
+ARCHS = ("qwen3_vl", "qwen2_5_vl")  # learners.policies.tiny_model.ARCHS, repeated so --help stays light
+
 
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
-    p.add_argument("--out", required=True, help="directory to write the checkpoint into")
-    p.add_argument("--arch", choices=("qwen3_vl", "qwen2_5_vl"), default="qwen3_vl", help="model family (default qwen3_vl)")
-    p.add_argument("--seed", type=int, default=0, help="weight initialisation seed (default 0)")
-    p.add_argument("--overwrite", action="store_true", help="replace a non-empty --out")
+    p.add_argument("--out", required=True, metavar="DIR", help="directory to write the checkpoint into")
+    p.add_argument("--arch", choices=ARCHS, default="qwen3_vl", help="model family (default qwen3_vl)")
+    p.add_argument(
+        "--seed", type=int, default=0, help="weight initialisation seed: same seed, same bytes (default 0)"
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace the contents of a non-empty --out")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
     from learners.policies.tiny_model import build_tiny_model
 
     out = build_tiny_model(args.out, arch=args.arch, seed=args.seed, overwrite=args.overwrite)
     meta = json.loads((out / "tiny_model.json").read_text())
-    size = sum(p.stat().st_size for p in Path(out).iterdir()) / 1e6
-    print(f"{out}: {meta['arch']}, {meta['parameters']:,} parameters, {size:.1f} MB")
+    size_mb = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 1e6
+    print(
+        f"wrote {out}: {meta['arch']} ({meta['model_class']}), "
+        f"{meta['parameters']:,} parameters, {size_mb:.1f} MB"
+    )
     return 0

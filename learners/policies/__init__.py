@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .base import Conversation, Generation, Message, Policy
+from .tiny_model import build_tiny_model  # light: imports torch/transformers only when called
 
 
 def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = "frames") -> tuple[Callable[[], Any], Any]:
@@ -38,12 +39,6 @@ def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = 
         raise ValueError(f"unknown model policy {spec!r}; use hf:PATH, openai:URL[#MODEL] or sglang:URL#TOKENIZER")
     subagent = PolicySubAgent(policy) if tool_result == "subagent" else None
     return (lambda: PolicyAgent(policy)), subagent
-
-
-def build_tiny_model(*args: Any, **kwargs: Any):
-    from .tiny_model import build_tiny_model as build
-
-    return build(*args, **kwargs)
 
 
 __all__ = ["Conversation", "Generation", "Message", "Policy", "agent_for_spec", "build_tiny_model"]

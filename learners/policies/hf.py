@@ -93,6 +93,8 @@ class HFPolicy:
         self.eos_ids = sorted({*eos, *([im_end] if isinstance(im_end, int) and im_end >= 0 else [])})
         if not self.eos_ids:
             raise ValueError("the model has no end-of-turn token (generation_config.eos_token_id and <|im_end|> missing)")
+        # The token that closes an assistant turn (Instruct checkpoints also list <|endoftext|> as eos).
+        self.end_of_turn_id = im_end if isinstance(im_end, int) and im_end in self.eos_ids else (eos or self.eos_ids)[0]
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
         self.image_pad_id = tokenizer.convert_tokens_to_ids(IMAGE_PAD)
         video_pad = tokenizer.convert_tokens_to_ids("<|video_pad|>")

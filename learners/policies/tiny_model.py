@@ -3,8 +3,16 @@
 It is a real checkpoint of the real architecture (Qwen3-VL or Qwen2.5-VL: same classes, same processor
 maths, same patch and merge sizes), only narrow and shallow: ``AutoModelForImageTextToText.from_pretrained``
 and ``AutoProcessor.from_pretrained`` load it like a released one, so tests and the CPU default exercise the
-exact code paths of an 8B run in seconds. The tokenizer is a byte-level BPE trained here on a small corpus;
-it knows Qwen's chat and vision special tokens and the protocol tags as single tokens.
+exact code paths of an 8B run in seconds.
+
+The tokenizer is a ``Qwen2Tokenizer`` (the class the Qwen-VL processors name) whose byte-level BPE is
+trained here, with Qwen's own normaliser and pre-tokeniser, on a small built-in corpus. It knows Qwen's chat
+and vision special tokens and has the protocol tags (``<think>``, ``<tool_call>``, ``<answer>``, ...) as
+single, non-special added tokens, as the released Qwen tokenizers have ``<think>`` and ``<tool_call>``.
+
+``AutoProcessor`` of both families also builds a *video* processor, which needs torchvision; where
+torchvision cannot be imported (the CPU torch wheel) ``AutoProcessor`` fails for released checkpoints too.
+The files written here are the ones a released checkpoint ships, so it loads wherever those load.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ CHAT_TEMPLATE = (
     "{{- '<|im_start|>' + message['role'] + '\\n' -}}"
     "{%- if message['content'] is string -%}{{- message['content'] -}}"
     "{%- else -%}{%- for part in message['content'] -%}"
-    "{%- if part['type'] == 'image' -%}{{- '<|vision_start|><|image_pad|><|vision_end|>' -}}"
+    "{%- if part['type'] in ('image', 'image_url') -%}{{- '<|vision_start|><|image_pad|><|vision_end|>' -}}"
     "{%- elif part['type'] == 'video' -%}{{- '<|vision_start|><|video_pad|><|vision_end|>' -}}"
     "{%- elif part['type'] == 'text' -%}{{- part['text'] -}}{%- endif -%}"
     "{%- endfor -%}{%- endif -%}"
@@ -33,20 +41,67 @@ CHAT_TEMPLATE = (
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
 )
-"""Qwen's ChatML layout; an image part becomes ``<|vision_start|><|image_pad|><|vision_end|>``."""
+"""Qwen's ChatML layout: any role, string or part-list content; an image part becomes
+``<|vision_start|><|image_pad|><|vision_end|>``. Rendering a longer conversation only appends text."""
 
-_CORPUS = """You are a video analyst answering a question about a long video. Think step by step, then call
+_PROSE = """You are a video analyst answering a question about a long video. Think step by step, then call
 crop_video with start_time and end_time in seconds, several calls in one turn, and give the final answer.
 The video lasts 312.5 seconds. Here are 16 frames sampled uniformly from it, each tagged with its time.
 Question: A magenta shape briefly appears in the video. What shape is it? A. circle B. square C. star D. cross
-Which of these coloured shapes appears first? How many coloured shapes appear? When does the red circle appear?
+Which of these coloured shapes appears first? How many coloured shapes appear?
+When does the red circle appear?
 The red circle, the yellow triangle, the green square, the cyan star, the blue cross and the magenta circle.
 colour shape window frames crop video seconds answer think tool call response summary sub-agent evidence
 I saw a blue square at 41.5 seconds and a red star near 120 seconds; the answer is B. Answer with one word.
-{"name": "crop_video", "arguments": {"start_time": 10.0, "end_time": 25.5}} [12.0, 18.5] 0 1 2 3 4 5 6 7 8 9
 The frames show nothing coloured; I need a closer look at the windows between 30 and 60 seconds.
 Describe briefly and factually what the frames show that could help answer the main question.
+Output the thinking process in <think> </think> and the final answer in <answer> </answer> tags.
+You may call the tool several times in parallel: each call is one JSON object inside <tool_call> tags.
+The tool returns the cropped frames inside <tool_response> tags. If no more evidence is needed, answer.
+Give the start and end time of the event, in seconds, as a list of two numbers, e.g. [12.0, 18.5].
+Options: (A) red (B) yellow (C) green (D) cyan (E) blue (F) magenta. Please select the correct option.
+The needle is a small coloured shape drawn over a grey background for a few seconds of a long video.
+Nothing else moves. The overview may miss it; crop the windows where it may be and look again closely.
+A person walks into the kitchen, opens the fridge, takes out a bottle of milk and pours it into a glass.
+Later a dog runs across the garden, jumps over a fence and chases a ball thrown by a child in a red shirt.
+The camera pans slowly from left to right over a busy street with cars, buses, bicycles and pedestrians.
+At the beginning of the clip the speaker introduces the topic; in the middle she draws a diagram on the
+board; at the end she summarises the main points and answers questions from the audience.
+How many times does the man pick up the phone? Where is the cat sitting when the door opens? Why does
+the woman leave the room? What happens right after the car stops? Who is holding the umbrella?
+First, second, third, fourth, fifth; before, after, during, between, until, while; left, right, top,
+bottom, centre, corner, inside, outside, above, below, near, far, large, small, bright, dark, fast, slow.
+The evidence is not sufficient yet, so I will inspect two windows in parallel and compare what they show.
+The sub-agent reports that the shape is visible from 84.0 to 89.5 seconds in the lower right corner.
+Timestamps are written in angle brackets before each frame. The answer must be a single letter or a number.
+Invalid tool call: end_time must be greater than start_time and both must lie inside the video duration.
+Reasoning carefully about time, order and counting helps: note each event, its start, its end, its colour.
+Summary: one shape, drawn in cyan, a star, shown for three seconds near the end of the video; answer C.
+Morning, afternoon, evening, night; today, yesterday, tomorrow; minute, hour, moment, instant, duration.
+People, animals, vehicles, buildings, trees, rivers, mountains, rooms, tables, chairs, doors, windows.
+Actions: walking, running, sitting, standing, talking, cooking, reading, writing, playing, driving, cutting.
+Because the overview frames are sparse, short events can fall between them; cropping recovers them.
 """
+
+_COLOURS = ("red", "yellow", "green", "cyan", "blue", "magenta")
+_SHAPES = ("circle", "square", "triangle", "star", "cross")
+
+
+def _corpus() -> str:
+    """A few KB of English in the env's vocabulary: prose, tool calls as JSON, answers, timestamps."""
+    lines = [_PROSE]
+    for i, colour in enumerate(_COLOURS):
+        for j, shape in enumerate(_SHAPES):
+            start = 7.5 * (5 * i + j) + 3
+            lines.append(
+                f"<think>The {colour} {shape} appears at {start:.1f} seconds "
+                f"and lasts {j + 2} seconds.</think>\n"
+                f'<tool_call>{{"name": "crop_video", "arguments": {{"start_time": {start:.1f}, '
+                f'"end_time": {start + 12:.1f}}}}}</tool_call>\n'
+                f"<{start:.1f} seconds> A {colour} {shape}. <answer>{'ABCDEF'[i]}</answer>\n"
+            )
+    lines.append(" ".join(str(n) for n in range(128)))
+    return "\n".join(lines)
 
 
 def _require_torch():
@@ -58,34 +113,47 @@ def _require_torch():
     return torch, transformers
 
 
-def build_tokenizer(vocab_size: int = 1024):
-    """A byte-level BPE ``PreTrainedTokenizerFast`` with Qwen's special tokens and the protocol tags."""
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+def build_tokenizer(vocab_size: int = 2048):
+    """A ``Qwen2Tokenizer``: byte-level BPE trained on the built-in corpus (Qwen's NFC normaliser and
+    pre-tokeniser regex, so it loads identically through ``AutoTokenizer``), the chat and vision special
+    tokens (ids 0..6) and the protocol tags as single non-special tokens. Deterministic."""
+    from tokenizers import AddedToken, Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
+    from transformers import Qwen2Tokenizer
+    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
+    bpe = Tokenizer(models.BPE())
+    bpe.normalizer = normalizers.NFC()
+    bpe.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         special_tokens=CHAT_SPECIAL,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator([_CORPUS] * 4, trainer=trainer)
-    tok.add_tokens([AddedToken(t, normalized=False, special=False) for t in PROTOCOL_TAGS])
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
+    bpe.train_from_iterator([_corpus()], trainer=trainer)
+    model = json.loads(bpe.to_str())["model"]
+    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+    tokenizer = Qwen2Tokenizer(
+        vocab=model["vocab"],
+        merges=merges,
+        unk_token=None,
+        bos_token=None,
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
-        unk_token=None,
-        additional_special_tokens=CHAT_SPECIAL[1:],
+        extra_special_tokens=CHAT_SPECIAL[1:],
         clean_up_tokenization_spaces=False,
+        split_special_tokens=False,
         model_max_length=32768,
         padding_side="left",
     )
-    fast.chat_template = CHAT_TEMPLATE
-    return fast
+    tokenizer.add_tokens([AddedToken(t, normalized=False, special=False) for t in PROTOCOL_TAGS])
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
 
 
 def _config(arch: str, tokenizer):
@@ -95,53 +163,78 @@ def _config(arch: str, tokenizer):
         ("image_token_id", "<|image_pad|>"), ("video_token_id", "<|video_pad|>"),
         ("vision_start_token_id", "<|vision_start|>"), ("vision_end_token_id", "<|vision_end|>"),
     )}  # fmt: skip
-    eos, pad = tokenizer.convert_tokens_to_ids("<|im_end|>"), tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    # len(tokenizer) counts the added tokens. Released checkpoints pad the embedding beyond it; a random model
+    # would sample such undecodable ids, so the tiny one does not.
     text = dict(
         vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=32768,
-        rms_norm_eps=1e-6, eos_token_id=eos, pad_token_id=pad, bos_token_id=None,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32768, rms_norm_eps=1e-6,
+        pad_token_id=tokenizer.pad_token_id,
     )  # fmt: skip
-    # Multimodal RoPE splits head_dim / 2 = 8 frequencies into (time, height, width) sections.
+    # Multimodal RoPE splits head_dim / 2 = 8 frequencies into (time, height, width) sections, in the released
+    # proportions (Qwen2.5-VL [16, 24, 24] of 64; Qwen3-VL [24, 20, 20] of 64, interleaved).
     if arch == "qwen3_vl":
-        text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2],
-                                   "mrope_interleaved": True}  # fmt: skip
+        text["head_dim"] = 16  # a Qwen3VLTextConfig field (Qwen2.5-VL derives it: hidden / heads = 16)
+        text["rope_parameters"] = {"rope_type": "default", "rope_theta": 5_000_000.0,
+                                   "mrope_section": [2, 3, 3], "mrope_interleaved": True}  # fmt: skip
+        # Deepstack: the output of vision block 0 is added to the hidden states after text layer 0.
         vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
                       patch_size=16, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=576,
                       deepstack_visual_indexes=[0])  # fmt: skip
         return Qwen3VLConfig(text_config=text, vision_config=vision, tie_word_embeddings=True, **ids)
-    text["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2]}
-    text["rope_scaling"] = {"type": "mrope", "mrope_section": [4, 2, 2]}
-    vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64, patch_size=14,
-                  spatial_merge_size=2, temporal_patch_size=2, window_size=112, fullatt_block_indexes=[1])  # fmt: skip
+    text["rope_parameters"] = {"rope_type": "default", "rope_theta": 1_000_000.0, "mrope_section": [2, 3, 3]}
+    text.update(bos_token_id=None, eos_token_id=tokenizer.eos_token_id)
+    # window_size 112 px = 4x4 merged patches; block 0 is windowed, block 1 full attention.
+    vision = dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=64,
+                  patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=112,
+                  fullatt_block_indexes=[1], tokens_per_second=2)  # fmt: skip
     return Qwen2_5_VLConfig(text_config=text, vision_config=vision, tie_word_embeddings=True, **ids)
 
 
-def _save_processor_files(arch: str, tokenizer, out: Path) -> None:
-    """The files a released checkpoint ships for its processor: tokenizer, image and video processor
-    configs, chat template. Saved piece by piece because constructing the ``Qwen*VLProcessor`` object
-    itself needs torchvision (for its video processor), which the CPU torch wheel cannot load."""
+# Image normalisation of the released checkpoints (Qwen2.5-VL: CLIP's; Qwen3-VL: 0.5).
+_CLIP_MEAN, _CLIP_STD = [0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]
+# Pixel budget: small so that test frames stay small (a 56x56 frame becomes 4x4 patches = 4 merged tokens);
+# at most 224x224 = 64 (Qwen2.5-VL) or 49 (Qwen3-VL) merged tokens per image. The smart-resize maths (sides
+# rounded to multiples of patch * merge = 28 / 32 px) is the released one.
+_IMAGE_BUDGET = {"shortest_edge": 784, "longest_edge": 50176}
+
+
+def _save_processor_files(arch: str, out: Path) -> None:
+    """The files a released checkpoint ships for its processor besides the tokenizer's: image and video
+    processor configs, chat template, and ``processor_class`` in each config. Written piece by piece
+    because the ``Qwen*VLProcessor`` object and the video processors need torchvision, which the CPU torch
+    wheel cannot load."""
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
-    patch = 16 if arch == "qwen3_vl" else 14
-    budget = {"shortest_edge": 784, "longest_edge": 50176}
-    image_processor = Qwen2VLImageProcessorPil(patch_size=patch, merge_size=2, temporal_patch_size=2, size=budget)
+    qwen3 = arch == "qwen3_vl"
+    patch = 16 if qwen3 else 14
+    mean, std = ([0.5] * 3, [0.5] * 3) if qwen3 else (_CLIP_MEAN, _CLIP_STD)
+    image_processor = Qwen2VLImageProcessorPil(
+        patch_size=patch,
+        merge_size=2,
+        temporal_patch_size=2,
+        size=_IMAGE_BUDGET,
+        image_mean=mean,
+        image_std=std,
+    )
     image_processor.save_pretrained(out)
-    if arch == "qwen3_vl":
-        from transformers.models.qwen3_vl.video_processing_qwen3_vl import Qwen3VLVideoProcessor
-
-        Qwen3VLVideoProcessor(patch_size=patch, merge_size=2, temporal_patch_size=2).save_pretrained(out)
-    else:  # Qwen2VLVideoProcessor's module imports torchvision: write its (small) config directly
-        video = {
-            "video_processor_type": "Qwen2VLVideoProcessor", "patch_size": patch, "merge_size": 2,
-            "temporal_patch_size": 2, "size": {"shortest_edge": 3136, "longest_edge": 12845056},
-            "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711],
-            "do_resize": True, "do_rescale": True, "do_normalize": True, "do_convert_rgb": True,
-            "rescale_factor": 1 / 255, "resample": 3,
-        }  # fmt: skip
-        (out / "video_preprocessor_config.json").write_text(json.dumps(video, indent=2) + "\n")
-    tokenizer.save_pretrained(out)
+    data = json.loads((out / "preprocessor_config.json").read_text())
+    # The name released checkpoints carry; AutoImageProcessor picks the torchvision or the PIL backend.
+    data["image_processor_type"] = "Qwen2VLImageProcessor"
+    (out / "preprocessor_config.json").write_text(json.dumps(data, indent=2) + "\n")
+    # The video processor classes import torchvision: write their (small) configs directly.
+    video = {
+        "video_processor_type": "Qwen3VLVideoProcessor" if qwen3 else "Qwen2VLVideoProcessor",
+        "patch_size": patch, "merge_size": 2, "temporal_patch_size": 2,
+        "size": {"shortest_edge": 4096, "longest_edge": 786432} if qwen3
+        else {"shortest_edge": 3136, "longest_edge": 12845056},
+        "image_mean": mean, "image_std": std, "do_resize": True, "do_rescale": True, "do_normalize": True,
+        "do_convert_rgb": True, "rescale_factor": 1 / 255, "resample": 3,
+    }  # fmt: skip
+    if qwen3:
+        video.update(do_sample_frames=True, fps=2, min_frames=4, max_frames=768, return_metadata=False)
+    (out / "video_preprocessor_config.json").write_text(json.dumps(video, indent=2) + "\n")
     (out / "chat_template.jinja").write_text(CHAT_TEMPLATE)
-    processor_class = "Qwen3VLProcessor" if arch == "qwen3_vl" else "Qwen2_5_VLProcessor"
+    processor_class = "Qwen3VLProcessor" if qwen3 else "Qwen2_5_VLProcessor"
     for name in ("preprocessor_config.json", "video_preprocessor_config.json", "tokenizer_config.json"):
         path = out / name
         data = json.loads(path.read_text())
@@ -149,26 +242,40 @@ def _save_processor_files(arch: str, tokenizer, out: Path) -> None:
         path.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def build_tiny_model(out_dir: str | Path, *, arch: str = "qwen3_vl", seed: int = 0, overwrite: bool = False) -> Path:
-    """Write a loadable tiny checkpoint of ``arch`` ("qwen3_vl" or "qwen2_5_vl") into ``out_dir``."""
+def build_tiny_model(
+    out_dir: str | Path, *, arch: str = "qwen3_vl", seed: int = 0, overwrite: bool = False
+) -> Path:
+    """Write a loadable tiny random-weight checkpoint of ``arch`` ("qwen3_vl" or "qwen2_5_vl") into
+    ``out_dir`` (created if absent) and return its path. Same ``seed``, same bytes.
+
+    Raises ``ValueError`` for an unknown ``arch`` and ``FileExistsError`` when ``out_dir`` is a file, or a
+    non-empty directory and ``overwrite`` is false (with ``overwrite`` its contents are replaced)."""
     if arch not in ARCHS:
-        raise ValueError(f"unknown tiny-model arch {arch!r}; known: {list(ARCHS)}")
+        raise ValueError(f"unknown tiny-model arch {arch!r}; known: {', '.join(ARCHS)}")
     out = Path(out_dir)
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise FileExistsError(f"{out} is not empty; pass overwrite=True (--overwrite) to replace it")
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(f"{out} exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not overwrite:
+        raise FileExistsError(f"{out} is not empty; pass overwrite=True (--overwrite) to replace it")
+    torch, transformers = _require_torch()  # before deleting anything
+    if out.is_dir() and any(out.iterdir()):
         shutil.rmtree(out)
-    torch, transformers = _require_torch()
-    tokenizer = build_tokenizer()
+
+    out.mkdir(parents=True, exist_ok=True)
+    build_tokenizer().save_pretrained(out)
+    # The ids the config names are those of the tokenizer as a user will load it.
+    tokenizer = transformers.AutoTokenizer.from_pretrained(out)
     config = _config(arch, tokenizer)
     torch.manual_seed(seed)
     model = transformers.AutoModelForImageTextToText.from_config(config)
-    model.generation_config.eos_token_id = config.text_config.eos_token_id
-    model.generation_config.pad_token_id = config.text_config.pad_token_id
-    model.generation_config.bos_token_id = None
-    out.mkdir(parents=True, exist_ok=True)
+    # eos is <|im_end|> alone. Released Instruct models list [<|im_end|>, <|endoftext|>]; code here treats the
+    # lowest eos id as the end of a turn, which with both would be <|endoftext|>.
+    model.generation_config = transformers.GenerationConfig(
+        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None
+    )
     model.save_pretrained(out)
-    _save_processor_files(arch, tokenizer, out)
+    _save_processor_files(arch, out)
     params = sum(p.numel() for p in model.parameters())
-    (out / "tiny_model.json").write_text(json.dumps({"arch": arch, "seed": seed, "parameters": params}, indent=2) + "\n")
+    marker = {"arch": arch, "seed": seed, "parameters": params, "model_class": type(model).__name__}
+    (out / "tiny_model.json").write_text(json.dumps(marker, indent=2) + "\n")
     return out

@@ -24,7 +24,7 @@ class ScriptedTurns(HFPolicy):
             n_assistant = sum(1 for _ in range(0))  # placeholder to keep the structure obvious
             del n_assistant
             turn = self.turns[min(self._turn_of(p), len(self.turns) - 1)]
-            ids = self.tokenizer.encode(turn, add_special_tokens=False) + [self.eos_ids[0]]
+            ids = self.tokenizer.encode(turn, add_special_tokens=False) + [self.end_of_turn_id]
             with torch.no_grad():
                 lp = self.sequence_logprobs(p.with_ids(ids))[len(p.input_ids) - 1 :]
             out.append(Generation(text=turn, token_ids=ids, logprobs=lp.tolist()))
