@@ -68,9 +68,9 @@ def resolve_data(cfg: TrainConfig):
 def resolve_model_path(cfg: TrainConfig) -> Path | str:
     if cfg.model.path:
         return cfg.model.path
-    from .policies.tiny_model import build_tiny_model
+    from .policies.tiny_model import BUILDER_VERSION, build_tiny_model
 
-    path = cache_dir() / f"tiny_{cfg.model.tiny_arch}_seed0"
+    path = cache_dir() / f"tiny_{cfg.model.tiny_arch}_seed0_v{BUILDER_VERSION}"
     if not (path / "tiny_model.json").is_file():
         build_tiny_model(path, arch=cfg.model.tiny_arch, seed=0, overwrite=True)
     return path

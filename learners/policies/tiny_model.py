@@ -22,6 +22,8 @@ import shutil
 from pathlib import Path
 
 ARCHS = ("qwen3_vl", "qwen2_5_vl")
+BUILDER_VERSION = 2
+"""Bump when the files a (arch, seed) pair produces change; cached builds are keyed by it."""
 
 CHAT_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                 "<|image_pad|>", "<|video_pad|>"]  # fmt: skip
