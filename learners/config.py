@@ -90,6 +90,14 @@ class SFTConfig:
 
 
 @dataclass
+class LogConfig:
+    tensorboard: bool = False
+    """Also write every metric to TensorBoard (``RUN/tensorboard``; needs ``pip install tensorboard``)."""
+    wandb_project: str | None = None
+    """Also log to this Weights & Biases project (needs ``pip install wandb`` and a login)."""
+
+
+@dataclass
 class TrainConfig:
     algorithm: str = "para_grpo"
     """"para_grpo" or "grpo" (vanilla: RewardConfig.vanilla(), no gating, no think prefix)."""
@@ -104,6 +112,7 @@ class TrainConfig:
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     para: ParaGRPOConfig = field(default_factory=ParaGRPOConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
+    log: LogConfig = field(default_factory=LogConfig)
 
     def __post_init__(self) -> None:
         if self.algorithm not in ("para_grpo", "grpo"):

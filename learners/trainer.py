@@ -331,6 +331,7 @@ class Trainer:
     # -- the run ------------------------------------------------------------------------------------------
     def train(self, steps: int | None = None) -> list[dict[str, Any]]:
         total = self.cfg.steps if steps is None else steps
+        sinks = MetricSinks(self.cfg, self.out)  # fail before any work if a requested sink is missing
         self.cold_start()
         if self.cfg.grpo.kl_coef > 0:
             self._reference()
@@ -343,6 +344,7 @@ class Trainer:
                 with open(self.metrics_path, "a") as f:
                     f.write(json.dumps(row) + "\n")
                 plot_curves(rows, self.out / "curves.png")
+                sinks.write(row)
                 if bar:
                     bar.update(1)
                     bar.set_postfix(reward=f"{row['reward_mean']:.2f}", fmt=f"{row['format_reward']:.2f}",
@@ -356,12 +358,47 @@ class Trainer:
         finally:
             if bar:
                 bar.close()
+            sinks.close()
         self.save()
         return rows
 
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+class MetricSinks:
+    """Optional TensorBoard / W&B mirrors of ``metrics.jsonl`` (the JSONL file is always written)."""
+
+    def __init__(self, cfg: TrainConfig, out: Path) -> None:
+        self.tb = self.wandb = None
+        if cfg.log.tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError as exc:
+                raise ImportError("log.tensorboard=true needs the tensorboard package: pip install tensorboard") from exc
+            self.tb = SummaryWriter(str(out / "tensorboard"))
+        if cfg.log.wandb_project:
+            try:
+                import wandb
+            except ImportError as exc:
+                raise ImportError("log.wandb_project needs the wandb package: pip install wandb") from exc
+            self.wandb = wandb.init(project=cfg.log.wandb_project, dir=str(out), config=cfg.as_dict(), resume="allow")
+
+    def write(self, row: dict[str, Any]) -> None:
+        scalars = {k: v for k, v in row.items() if k != "step" and isinstance(v, (int, float))}
+        if self.tb is not None:
+            for k, v in scalars.items():
+                self.tb.add_scalar(k, v, row["step"])
+            self.tb.flush()
+        if self.wandb is not None:
+            self.wandb.log(scalars, step=row["step"])
+
+    def close(self) -> None:
+        if self.tb is not None:
+            self.tb.close()
+        if self.wandb is not None:
+            self.wandb.finish()
 
 
 def _bar(total: int, desc: str, enabled: bool, initial: int = 0):

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (FileNotFoundError, ValueError, OSError) as exc:
+    except (FileNotFoundError, ValueError, OSError, ImportError) as exc:
         print(f"paravt {args.command}: error: {exc}", file=sys.stderr)
         return 1
 

@@ -63,3 +63,17 @@ def test_recipes_load_and_reject_unknown_keys():
     with pytest.raises(FileNotFoundError, match="tiny_gpu"):
         load_recipe("tiny_gpu")
     assert load_recipe("tiny_cpu", ["optim.lr=3e-3"]).optim.lr == 3e-3
+
+
+def test_missing_metric_sink_fails_fast_with_the_package_name(tmp_path, cache, capsys):
+    pytest.importorskip("torch")
+    try:
+        import tensorboard  # noqa: F401
+
+        pytest.skip("tensorboard is installed here")
+    except ImportError:
+        pass
+    rc = main(["train", "--recipe", "tiny_cpu", "--steps", "1", "--out", str(tmp_path / "r"), "--no-progress",
+               "log.tensorboard=true", *FAST])  # fmt: skip
+    assert rc == 1 and "pip install tensorboard" in capsys.readouterr().err
+    assert not (tmp_path / "r" / "sft_metrics.jsonl").exists()
