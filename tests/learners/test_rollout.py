@@ -21,8 +21,6 @@ class ScriptedTurns(HFPolicy):
 
         out = []
         for p in prompts:
-            n_assistant = sum(1 for _ in range(0))  # placeholder to keep the structure obvious
-            del n_assistant
             turn = self.turns[min(self._turn_of(p), len(self.turns) - 1)]
             ids = self.tokenizer.encode(turn, add_special_tokens=False) + [self.end_of_turn_id]
             with torch.no_grad():
