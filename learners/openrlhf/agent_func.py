@@ -1,0 +1,132 @@
+"""The file passed to OpenRLHF's ``--train.agent_func_path``: ``AgentExecutor`` plays one ParaVT episode.
+
+OpenRLHF's own ``MultiTurnAgentExecutor`` can neither vary the overview budget per prompt nor issue
+sub-agent generations, so this executor drives ``VideoToolEnv`` itself:
+
+1. the sample comes from the label (a JSON ``VideoQASample``, written by ``paravt export openrlhf``);
+2. K comes from the same nFrames gating as the local learner (sha256 of sample id, epoch, seed), so the
+   prompt's ``n_samples_per_prompt`` rollouts share it;
+3. the overview frames are tokenised as images through OpenRLHF's VLM utilities
+   (``process_prompt_with_images``), main-agent turns are generated with ``await llm_engine.generate``;
+4. crops run in the env (in parallel); in "subagent" mode each crop's sub-agent generation is issued on
+   the same engine, concurrently (weight sharing);
+5. tool responses (text and frames) come back as loss-masked user turns; the episode's scalar reward is
+   the env's ``compute_reward`` (``RewardConfig.paravt()`` by default: sequence-granularity anchoring).
+
+Options come from the environment variable ``PARAVT_ENV_OPTIONS`` (JSON of ``EnvConfig`` fields plus
+``epoch``), set by ``paravt train --backend openrlhf``.
+
+Token-granularity anchoring is local-only: OpenRLHF takes one scalar reward per sample and has no per-token
+reward hook, and adding one means subclassing its experience maker across versions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from copy import deepcopy
+from typing import Any
+
+from openrlhf.utils.agent import AgentExecutorBase
+from openrlhf.utils.vlm_utils import accumulate_mm_inputs, process_prompt_with_images
+from PIL import Image
+
+from paravt_env import EnvConfig, VideoQASample, VideoToolEnv
+from paravt_env.protocol import IMAGE_PLACEHOLDER
+from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT
+
+_VISION = "<|vision_start|><|image_pad|><|vision_end|>"
+
+
+def _pil(frames) -> list[Image.Image]:
+    return [Image.fromarray(f) for f in frames]
+
+
+def _inline(text: str) -> str:
+    return text.replace(IMAGE_PLACEHOLDER, _VISION)
+
+
+def env_options() -> dict[str, Any]:
+    raw = os.environ.get("PARAVT_ENV_OPTIONS", "")
+    return json.loads(raw) if raw else {}
+
+
+class AgentExecutor(AgentExecutorBase):
+    """One ParaVT episode per call, in the OpenRLHF agent-executor contract."""
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        self.options = dict(env_options() if options is None else options)
+        self.epoch = int(self.options.pop("epoch", 0))
+
+    async def _generate(self, llm_engine, tokens, images, sampling_params, max_tokens):
+        params = deepcopy(sampling_params)
+        params.max_tokens = max_tokens
+        out = await llm_engine.generate(tokens, params, multi_modal_data={"image": images} if images else None)
+        return out.outputs[0]
+
+    async def execute(self, prompt, label, sampling_params, max_length: int, hf_tokenizer, llm_engine, images=None):
+        loop = asyncio.get_running_loop()
+        sample = VideoQASample.from_dict(json.loads(label) if isinstance(label, str) else dict(label))
+        per_turn = int(getattr(sampling_params, "max_tokens", None) or 1024)
+
+        def subagent(request):  # runs in the env's crop threads; the generation runs on the event loop
+            text = (f"<|im_start|>system\n{SUBAGENT_SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n"
+                    f"{_inline(request.prompt())}<|im_end|>\n<|im_start|>assistant\n")  # fmt: skip
+            pil = _pil(request.frames.images)
+            tokens, _, pil = process_prompt_with_images(hf_tokenizer, text, pil)
+            coro = self._generate(llm_engine, tokens, pil, sampling_params, min(per_turn, 256))
+            return asyncio.run_coroutine_threadsafe(coro, loop).result().text
+
+        cfg = EnvConfig.from_kwargs(**{**self.options, **({"subagent": subagent} if self.options.get("tool_result") == "subagent" else {})})
+        env = VideoToolEnv([sample], cfg)
+        try:
+            return await self._play(env, sample, prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, per_turn)
+        finally:
+            env.close()
+
+    async def _play(self, env, sample, prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, per_turn):
+        obs, info = await asyncio.to_thread(env.reset, options={"sample": sample, "epoch": self.epoch})
+        first = (f"<|im_start|>system\n{info['system_prompt']}<|im_end|>\n<|im_start|>user\n"
+                 f"{_inline(info['user_prompt'])}<|im_end|>\n<|im_start|>assistant\n")  # fmt: skip
+        tokens, mm, pil = process_prompt_with_images(hf_tokenizer, first, _pil(obs["frames"]))
+        logprobs = [0.0] * len(tokens)
+        action_ranges, truncated, reward, breakdown, calls = [], False, 0.0, {}, 0
+        end_of_turn = hf_tokenizer.tokenizer.encode("<|im_end|>\n", add_special_tokens=False) if hasattr(
+            hf_tokenizer, "tokenizer") else []  # fmt: skip
+        done = False
+        while not done:
+            budget = min(per_turn, max_length - len(tokens))
+            if budget <= 0:
+                truncated = True
+                break
+            out = await self._generate(llm_engine, tokens, pil, sampling_params, budget)
+            start = len(tokens)
+            tokens = tokens + list(out.token_ids)
+            action_ranges.append((start, len(tokens)))
+            logprobs += [next(iter(d.values())).logprob for d in (out.logprobs or [])] or [0.0] * len(out.token_ids)
+            obs, reward, term, trunc, info = await asyncio.to_thread(env.step, out.text)
+            calls += info["tool_calls"]["executed"]
+            done = term or trunc
+            if done:
+                breakdown = info["reward_breakdown"]
+                truncated = truncated or trunc
+                break
+            closing = end_of_turn if out.finish_reason == "length" else []
+            feedback = "\n" if not closing else ""
+            text = f"{feedback}<|im_start|>user\n{_inline(obs['text'])}<|im_end|>\n<|im_start|>assistant\n"
+            new_tokens, new_mm, new_pil = process_prompt_with_images(hf_tokenizer, text, _pil(obs["frames"]))
+            new_tokens = closing + new_tokens
+            tokens = tokens + new_tokens
+            logprobs += [0.0] * len(new_tokens)
+            mm = accumulate_mm_inputs(mm, new_mm)
+            pil = pil + new_pil
+        return {
+            "prompt": prompt, "label": label, "images": None, "mm_train_inputs": mm,
+            "reward": float(reward), "scores": float(reward),
+            "observation_tokens": tokens, "action_ranges": action_ranges, "rollout_log_probs": logprobs,
+            "truncated": truncated,
+            "extra_logs": {"accuracy": breakdown.get("accuracy", 0.0), "format": breakdown.get("format", 0.0),
+                           "tool": breakdown.get("tool", 0.0), "f_tau": breakdown.get("format", 0.0),
+                           "kappa": float(calls), "K": float(info.get("frame_budget", env.frame_budget))},
+        }  # fmt: skip

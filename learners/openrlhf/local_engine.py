@@ -1,0 +1,106 @@
+"""A CPU stand-in for OpenRLHF's vLLM engine: the ``llm_engine.generate`` contract served by a transformers
+model (``HFPolicy``), and a processor adapter for machines where ``AutoProcessor`` cannot load.
+
+Contract (OpenRLHF 0.11.x agent executors): ``await llm_engine.generate(prompt_token_ids, sampling_params,
+multi_modal_data={"image": [PIL images]})`` returns an object whose ``outputs[0]`` has ``token_ids``,
+``text``, ``finish_reason`` ("stop" | "length") and, when ``sampling_params.logprobs`` is set, ``logprobs``:
+one ``{token_id: Logprob(logprob=...)}`` per generated token. The prompt ids carry every image's expanded
+pads, in the order of the images.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..policies.hf import Encoded, HFPolicy
+from ..policies.vision_inputs import expand_image_tokens
+
+
+@dataclass
+class SamplingParams:
+    """The fields of ``vllm.SamplingParams`` the executors read and write."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int | None = 256
+    logprobs: int | None = 1
+
+
+@dataclass
+class Logprob:
+    logprob: float
+
+
+@dataclass
+class CompletionOutput:
+    token_ids: list[int]
+    text: str
+    finish_reason: str
+    logprobs: list[dict[int, Logprob]] | None = None
+
+
+@dataclass
+class RequestOutput:
+    outputs: list[CompletionOutput] = field(default_factory=list)
+
+
+class LocalEngine:
+    """``llm_engine.generate`` on a local ``HFPolicy`` (calls are serialised; the policy holds a lock)."""
+
+    def __init__(self, policy: HFPolicy) -> None:
+        self.policy = policy
+
+    async def generate(self, prompt_token_ids, sampling_params, multi_modal_data: dict | None = None) -> RequestOutput:
+        return await asyncio.to_thread(self._generate, list(prompt_token_ids), sampling_params, multi_modal_data)
+
+    def _generate(self, ids: list[int], params: Any, mm: dict | None) -> RequestOutput:
+        policy = self.policy
+        images = [np.asarray(im.convert("RGB")) for im in (mm or {}).get("image", [])]
+        encoded = Encoded(ids)
+        if images:
+            processed = policy.image_processor(images=images, return_tensors="pt", **policy.pixel_kwargs)
+            encoded = Encoded(ids, processed["pixel_values"], processed["image_grid_thw"])
+        [gen] = policy.generate_encoded([encoded], temperature=params.temperature, max_new_tokens=params.max_tokens)
+        text = policy.tokenizer.decode([t for t in gen.token_ids if t not in policy.eos_ids])
+        logprobs = None
+        if getattr(params, "logprobs", None) is not None:
+            logprobs = [{t: Logprob(lp)} for t, lp in zip(gen.token_ids, gen.logprobs, strict=True)]
+        return RequestOutput([CompletionOutput(list(gen.token_ids), text, gen.finish_reason, logprobs)])
+
+
+class ProcessorAdapter:
+    """What OpenRLHF calls ``hf_tokenizer`` for a VLM — ``processor(text=..., images=...)``, an
+    ``image_processor``, ``apply_chat_template``, ``decode`` — from a tokenizer and an image processor
+    (the Qwen-VL processors' one text step: each image pad expanded to its merged-patch count)."""
+
+    def __init__(self, tokenizer: Any, image_processor: Any, pixel_kwargs: dict | None = None) -> None:
+        self.tokenizer, self.image_processor = tokenizer, image_processor
+        self.pixel_kwargs = pixel_kwargs or {}
+        self.image_token_id = tokenizer.convert_tokens_to_ids("<|image_pad|>")
+        self.merge_size = int(getattr(image_processor, "merge_size", 2))
+
+    def __call__(self, text, images=None, add_special_tokens: bool = False, return_tensors: str = "pt", **_: Any) -> dict:
+        texts = [text] if isinstance(text, str) else list(text)
+        if len(texts) != 1:
+            raise ValueError("ProcessorAdapter handles one text at a time")
+        out: dict[str, Any] = {}
+        body = texts[0]
+        if images:
+            arrays = [np.asarray(im.convert("RGB")) if hasattr(im, "convert") else np.asarray(im) for im in images]
+            processed = self.image_processor(images=arrays, return_tensors="pt", **self.pixel_kwargs)
+            body = expand_image_tokens(body, processed["image_grid_thw"], self.merge_size)
+            out["pixel_values"], out["image_grid_thw"] = processed["pixel_values"], processed["image_grid_thw"]
+        ids = self.tokenizer.encode(body, add_special_tokens=add_special_tokens)
+        out["input_ids"] = torch.tensor([ids])
+        return out
+
+    def apply_chat_template(self, *args: Any, **kwargs: Any):
+        return self.tokenizer.apply_chat_template(*args, **kwargs)
+
+    def decode(self, *args: Any, **kwargs: Any):
+        return self.tokenizer.decode(*args, **kwargs)

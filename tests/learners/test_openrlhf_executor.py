@@ -1,0 +1,76 @@
+"""Our OpenRLHF AgentExecutor, run on CPU against a local engine that honours ``llm_engine.generate``."""
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("openrlhf.utils.agent")
+
+from learners.openrlhf import run_local_episode  # noqa: E402
+from learners.openrlhf.local_engine import CompletionOutput, LocalEngine, Logprob, RequestOutput  # noqa: E402
+from paravt_env import gated_frame_budget  # noqa: E402
+
+TURNS = [
+    '<think>Two windows at once.</think><tool_call>{"name": "crop_video", "arguments": {"start_time": 2, "end_time": 9}}</tool_call>'
+    '<tool_call>{"name": "crop_video", "arguments": {"start_time": 20, "end_time": 27}}</tool_call>',
+    "<think>I saw enough of the video.</think><answer>A</answer>",
+]
+
+
+class ScriptedEngine(LocalEngine):
+    """Main-agent turns from a script (sub-agent prompts get the model's own generation); every scripted
+    token is scored by a real forward pass, so the log-probs are the model's."""
+
+    def __init__(self, policy):
+        super().__init__(policy)
+        self.turn = 0
+
+    def _generate(self, ids, params, mm):
+        if b"<|im_start|>system\nYou are a video inspection" in self.policy.tokenizer.decode(ids[:40]).encode():
+            return super()._generate(ids, params, mm)
+        text = TURNS[min(self.turn, len(TURNS) - 1)]
+        self.turn += 1
+        out_ids = self.policy.tokenizer.encode(text, add_special_tokens=False) + [self.policy.end_of_turn_id]
+        from learners.policies.hf import Encoded
+
+        images = [np.asarray(im.convert("RGB")) for im in (mm or {}).get("image", [])]
+        processed = self.policy.image_processor(images=images, return_tensors="pt", **self.policy.pixel_kwargs)
+        enc = Encoded(ids + out_ids, processed["pixel_values"], processed["image_grid_thw"])
+        with torch.no_grad():
+            lp = self.policy.sequence_logprobs(enc, temperature=params.temperature)[len(ids) - 1 :]
+        return RequestOutput([CompletionOutput(out_ids, text, "stop", [{t: Logprob(float(x))} for t, x in zip(out_ids, lp, strict=True)])])
+
+
+@pytest.mark.parametrize("mode", ["frames", "subagent"])
+def test_executor_plays_a_parallel_tool_episode(tiny_qwen3, synth_small, mode):
+    _, samples = synth_small
+    s = samples[0]
+    r = run_local_episode(tiny_qwen3, s, engine=ScriptedEngine, frame_budget=4, max_turns=3, tool_result=mode)
+    toks, lps, ranges = r["observation_tokens"], r["rollout_log_probs"], r["action_ranges"]
+    assert len(toks) == len(lps) and len(ranges) == 2
+    assert all(0 < a < b <= len(toks) for a, b in ranges) and ranges[0][1] < ranges[1][0]
+    assert all(np.isfinite(lps[i]) and lps[i] <= 0 for a, b in ranges for i in range(a, b))
+    assert all(lps[i] == 0.0 for i in range(ranges[0][0]))  # prompt: no behaviour log-probs
+    from transformers import AutoTokenizer
+
+    pad_id = AutoTokenizer.from_pretrained(tiny_qwen3).convert_tokens_to_ids("<|image_pad|>")
+    mm = r["mm_train_inputs"]
+    n_images = mm["image_grid_thw"].shape[0]
+    # the overview's 4 frames, plus the crops' frames when they come back to the main agent
+    assert n_images == 4 if mode == "subagent" else n_images > 4
+    pads = sum(1 for t in toks if t == pad_id)
+    assert pads == sum(int(np.prod(g)) for g in mm["image_grid_thw"].tolist()) // 4  # merge 2 x 2
+    logs = r["extra_logs"]
+    assert logs["kappa"] == 2.0 and logs["K"] == 4.0
+    assert r["reward"] == pytest.approx(logs["accuracy"] + logs["format"] + logs["tool"])
+    assert json.loads(r["label"])["id"] == s.id
+
+
+def test_executor_uses_the_shared_gating(tiny_qwen3, synth_small):
+    _, samples = synth_small
+    s = samples[1]
+    r = run_local_episode(tiny_qwen3, s, max_new_tokens=8, nframes_gating=True, max_turns=1, epoch=3)
+    assert r["extra_logs"]["K"] == gated_frame_budget(s.id, 3, 0)
+    assert len(r["observation_tokens"]) == len(r["rollout_log_probs"])
