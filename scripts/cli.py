@@ -15,6 +15,7 @@ import sys
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("scripts.synth", "generate synthetic needle-in-a-haystack long videos with questions"),
     "train": ("scripts.train", "train a policy on the env (SFT cold start + GRPO / PARA-GRPO) from a recipe"),
+    "export": ("scripts.export", "export a dataset for another trainer (openrlhf)"),
     "eval": ("scripts.eval", "evaluate a policy on a dataset (resumable), or compare runs"),
     "tiny-model": ("scripts.tiny_model", "build a tiny random-weight Qwen-VL checkpoint locally (tests, CPU default)"),
     "serve": ("scripts.serve", "serve a local checkpoint over OpenAI-compatible and sglang-style HTTP (CPU dev server)"),

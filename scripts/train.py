@@ -12,6 +12,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--out", default="runs/train", help="run directory (default runs/train)")
     p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint")
     p.add_argument("--backend", choices=("local", "openrlhf"), default="local")
+    p.add_argument("--dry-run", action="store_true", help="openrlhf backend: print the command, do not run it")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides, e.g. grpo.kl_coef=0")
     p.set_defaults(func=run)
@@ -21,8 +22,13 @@ def run(args: argparse.Namespace) -> int:
     from learners.config import load_recipe
 
     cfg = load_recipe(args.recipe, args.overrides)
-    if args.backend != "local":
-        raise ValueError("--backend openrlhf is not available in this build; use --backend local")
+    if args.backend == "openrlhf":
+        from learners.openrlhf.launcher import launch
+        from learners.trainer import resolve_data
+
+        if args.steps is not None:
+            raise ValueError("--steps applies to the local backend; OpenRLHF runs take train.num_episodes")
+        return launch(cfg, resolve_data(cfg), args.out, dry_run=args.dry_run)
     from learners.trainer import Trainer
 
     trainer = Trainer(cfg, args.out, resume=args.resume, progress=not args.no_progress)

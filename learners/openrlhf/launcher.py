@@ -1,0 +1,97 @@
+"""From a recipe to an OpenRLHF run: the prompt file, the ``train_ppo_ray`` command and its environment.
+
+    paravt export openrlhf --data runs/train_data --out runs/prompts.jsonl
+    paravt train --backend openrlhf --recipe paragrpo_qwen3vl_8b --out runs/paragrpo [--dry-run]
+
+Reward scale and bias are not passed: with ``group_norm`` they cancel inside every group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from paravt_env import FRAME_BUDGETS, RewardConfig, VideoQASample
+
+from ..config import TrainConfig
+
+AGENT_FUNC = Path(__file__).with_name("agent_func.py")
+
+
+def export_prompts(samples: list[VideoQASample], out: str | Path) -> Path:
+    """One JSONL row per sample in the layout OpenRLHF's prompt dataset reads: ``prompt`` (the question, for
+    logs) and ``label`` (the whole sample as JSON: the executor rebuilds the env from it)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for s in samples:
+            f.write(json.dumps({"prompt": s.question_with_options(), "label": s.to_json()}) + "\n")
+    os.replace(tmp, out)
+    return out
+
+
+def env_options(cfg: TrainConfig) -> dict[str, Any]:
+    """The ``EnvConfig`` the executor builds (passed as ``PARAVT_ENV_OPTIONS``)."""
+    e, para = cfg.env, cfg.para
+    options = {
+        "frame_budget": e.frame_budget, "max_turns": e.max_turns, "max_parallel": e.max_parallel,
+        "crop_max_frames": e.crop_max_frames, "min_pixels": e.min_pixels, "max_pixels": e.max_pixels,
+        "tool_result": e.tool_result, "seed": cfg.seed,
+        "nframes_gating": cfg.algorithm == "para_grpo" and para.nframes_gating,
+    }  # fmt: skip
+    if cfg.algorithm == "para_grpo" and para.anchoring == "token":
+        raise ValueError("token-granularity anchoring is local-only (OpenRLHF takes one scalar reward per sample)")
+    reward = para.reward_config() if cfg.algorithm == "para_grpo" else RewardConfig.vanilla()
+    options["reward"] = reward.as_dict()
+    return options
+
+
+def max_images(cfg: TrainConfig) -> int:
+    """Overview frames (the largest gated K) plus every crop frame the main agent can receive."""
+    e = cfg.env
+    gating = cfg.algorithm == "para_grpo" and cfg.para.nframes_gating
+    k = max(e.frame_budget, *(FRAME_BUDGETS if gating else ()))
+    crops = 0 if e.tool_result == "subagent" else e.max_parallel * e.crop_max_frames * max(e.max_turns - 1, 0)
+    return k + crops
+
+
+def openrlhf_command(cfg: TrainConfig, prompts: str | Path, out: str | Path) -> list[str]:
+    """``python -m openrlhf.cli.train_ppo_ray ...`` for a recipe."""
+    if not cfg.model.path:
+        raise ValueError("the OpenRLHF backend needs model.path (a checkpoint or hub id)")
+    g, r, o = cfg.grpo, cfg.rollout, cfg.optim
+    cmd = [
+        sys.executable, "-m", "openrlhf.cli.train_ppo_ray",
+        "--actor.model_name_or_path", str(cfg.model.path),
+        "--data.prompt_dataset", str(prompts), "--data.input_key", "prompt", "--data.label_key", "label",
+        "--data.max_images_per_prompt", str(max_images(cfg)), "--data.max_len", "32768",
+        "--train.agent_func_path", str(AGENT_FUNC),
+        "--rollout.n_samples_per_prompt", str(r.group_size), "--rollout.batch_size", str(r.prompts_per_step),
+        "--rollout.temperature", str(r.temperature), "--rollout.max_new_tokens", str(r.max_new_tokens),
+        "--algo.advantage.estimator", "group_norm" if g.std_normalize else "dr_grpo",
+        "--algo.kl.init_coef", str(g.kl_coef), "--algo.kl.estimator", g.kl_estimator, "--algo.kl.use_loss",
+        "--actor.eps_clip", str(g.eps_clip),
+        "--actor.adam.lr", str(o.lr), "--actor.adam.weight_decay", str(o.weight_decay), "--actor.max_norm", str(o.grad_clip),
+        "--ds.param_dtype", "bf16" if cfg.model.dtype == "bf16" else "fp16",
+        "--train.seed", str(cfg.seed), "--ckpt.output_dir", str(out), "--ckpt.save_steps", str(cfg.save_every),
+    ]  # fmt: skip
+    if cfg.model.gradient_checkpointing:
+        cmd.append("--actor.gradient_checkpointing_enable")
+    return cmd
+
+
+def launch(cfg: TrainConfig, samples: list[VideoQASample], out: str | Path, dry_run: bool = False) -> int:
+    out = Path(out)
+    prompts = export_prompts(samples, out / "openrlhf_prompts.jsonl")
+    cmd = openrlhf_command(cfg, prompts, out / "openrlhf")
+    env = {"PARAVT_ENV_OPTIONS": json.dumps(env_options(cfg))}
+    print(" ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + " ".join(shlex.quote(c) for c in cmd))
+    if dry_run:
+        return 0
+    return subprocess.call(cmd, env={**os.environ, **env})
