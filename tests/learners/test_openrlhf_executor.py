@@ -62,6 +62,12 @@ def test_executor_plays_a_parallel_tool_episode(tiny_qwen3, synth_small, mode):
     assert n_images == 4 if mode == "subagent" else n_images > 4
     pads = sum(1 for t in toks if t == pad_id)
     assert pads == sum(int(np.prod(g)) for g in mm["image_grid_thw"].tolist()) // 4  # merge 2 x 2
+    # the loss-masked span between the two turns is exactly the env's feedback as a user turn
+    tokenizer = AutoTokenizer.from_pretrained(tiny_qwen3)
+    between = tokenizer.decode(toks[ranges[0][1] : ranges[1][0]])
+    assert between.startswith("\n<|im_start|>user\n<tool_response>\ncrop_video call #1")
+    assert between.endswith("<|im_end|>\n<|im_start|>assistant\n") and between.count("<tool_response>") == 2
+    assert ("sub-agent summary:" in between) == (mode == "subagent")
     logs = r["extra_logs"]
     assert logs["kappa"] == 2.0 and logs["K"] == 4.0
     assert r["reward"] == pytest.approx(logs["accuracy"] + logs["format"] + logs["tool"])
