@@ -6,18 +6,12 @@ The reference numbers in the issue tracker (qwen-vl-utils ~5 s for a 64-frame ov
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import av
 import numpy as np
 
-
-def cache_dir() -> Path:
-    """Where generated media lives: ``$PARAVT_CACHE`` or ``~/.cache/paravt-gym``."""
-    root = Path(os.environ.get("PARAVT_CACHE", Path.home() / ".cache" / "paravt-gym"))
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+from paravt_env.paths import cache_dir
 
 
 def long_video(

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from paravt_env import EnvConfig, VideoToolEnv, load_samples
+from paravt_env.paths import cache_dir
 from paravt_env.protocol import parse_response
 from paravt_env.rewards import RewardConfig
 
@@ -45,12 +46,6 @@ METRIC_KEYS = (
     "tool_calls_per_rollout", "parallel_calls_per_turn", "frame_budget_mean", "kl", "loss", "clip_fraction",
     "entropy", "tokens_per_s", "wall_s",
 )  # fmt: skip
-
-
-def cache_dir() -> Path:
-    root = Path(os.environ.get("PARAVT_CACHE", Path.home() / ".cache" / "paravt-gym"))
-    root.mkdir(parents=True, exist_ok=True)
-    return root
 
 
 # --- setup ------------------------------------------------------------------------------------------------
