@@ -32,19 +32,13 @@ from openrlhf.utils.agent import AgentExecutorBase
 from openrlhf.utils.vlm_utils import accumulate_mm_inputs, process_prompt_with_images
 from PIL import Image
 
+from learners.policies.vision_inputs import inline_images
 from paravt_env import EnvConfig, VideoQASample, VideoToolEnv
-from paravt_env.protocol import IMAGE_PLACEHOLDER
 from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT
-
-_VISION = "<|vision_start|><|image_pad|><|vision_end|>"
 
 
 def _pil(frames) -> list[Image.Image]:
     return [Image.fromarray(f) for f in frames]
-
-
-def _inline(text: str) -> str:
-    return text.replace(IMAGE_PLACEHOLDER, _VISION)
 
 
 def env_options() -> dict[str, Any]:
@@ -72,7 +66,7 @@ class AgentExecutor(AgentExecutorBase):
 
         def subagent(request):  # runs in the env's crop threads; the generation runs on the event loop
             text = (f"<|im_start|>system\n{SUBAGENT_SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n"
-                    f"{_inline(request.prompt())}<|im_end|>\n<|im_start|>assistant\n")  # fmt: skip
+                    f"{inline_images(request.prompt())}<|im_end|>\n<|im_start|>assistant\n")  # fmt: skip
             pil = _pil(request.frames.images)
             tokens, _, pil = process_prompt_with_images(hf_tokenizer, text, pil)
             coro = self._generate(llm_engine, tokens, pil, sampling_params, min(per_turn, 256))
@@ -88,7 +82,7 @@ class AgentExecutor(AgentExecutorBase):
     async def _play(self, env, sample, prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, per_turn):
         obs, info = await asyncio.to_thread(env.reset, options={"sample": sample, "epoch": self.epoch})
         first = (f"<|im_start|>system\n{info['system_prompt']}<|im_end|>\n<|im_start|>user\n"
-                 f"{_inline(info['user_prompt'])}<|im_end|>\n<|im_start|>assistant\n")  # fmt: skip
+                 f"{inline_images(info['user_prompt'])}<|im_end|>\n<|im_start|>assistant\n")  # fmt: skip
         tokens, mm, pil = process_prompt_with_images(hf_tokenizer, first, _pil(obs["frames"]))
         logprobs = [0.0] * len(tokens)
         action_ranges, truncated, reward, breakdown, calls = [], False, 0.0, {}, 0
@@ -114,7 +108,7 @@ class AgentExecutor(AgentExecutorBase):
                 break
             closing = end_of_turn if out.finish_reason == "length" else []
             feedback = "\n" if not closing else ""
-            text = f"{feedback}<|im_start|>user\n{_inline(obs['text'])}<|im_end|>\n<|im_start|>assistant\n"
+            text = f"{feedback}<|im_start|>user\n{inline_images(obs['text'])}<|im_end|>\n<|im_start|>assistant\n"
             new_tokens, new_mm, new_pil = process_prompt_with_images(hf_tokenizer, text, _pil(obs["frames"]))
             new_tokens = closing + new_tokens
             tokens = tokens + new_tokens

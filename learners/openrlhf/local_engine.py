@@ -14,11 +14,10 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 
-from ..policies.hf import Encoded, HFPolicy
-from ..policies.vision_inputs import expand_image_tokens
+from ..policies.hf import HFPolicy
+from ..policies.vision_inputs import expand_image_tokens, process_images
 
 
 @dataclass
@@ -60,11 +59,7 @@ class LocalEngine:
 
     def _generate(self, ids: list[int], params: Any, mm: dict | None) -> RequestOutput:
         policy = self.policy
-        images = [np.asarray(im.convert("RGB")) for im in (mm or {}).get("image", [])]
-        encoded = Encoded(ids)
-        if images:
-            processed = policy.image_processor(images=images, return_tensors="pt", **policy.pixel_kwargs)
-            encoded = Encoded(ids, processed["pixel_values"], processed["image_grid_thw"])
+        encoded = policy.encode_ids(ids, (mm or {}).get("image", []))
         [gen] = policy.generate_encoded([encoded], temperature=params.temperature, max_new_tokens=params.max_tokens)
         text = policy.tokenizer.decode([t for t in gen.token_ids if t not in policy.eos_ids])
         logprobs = None
@@ -91,10 +86,8 @@ class ProcessorAdapter:
         out: dict[str, Any] = {}
         body = texts[0]
         if images:
-            arrays = [np.asarray(im.convert("RGB")) if hasattr(im, "convert") else np.asarray(im) for im in images]
-            processed = self.image_processor(images=arrays, return_tensors="pt", **self.pixel_kwargs)
-            body = expand_image_tokens(body, processed["image_grid_thw"], self.merge_size)
-            out["pixel_values"], out["image_grid_thw"] = processed["pixel_values"], processed["image_grid_thw"]
+            out["pixel_values"], out["image_grid_thw"] = process_images(self.image_processor, images, self.pixel_kwargs)
+            body = expand_image_tokens(body, out["image_grid_thw"], self.merge_size)
         ids = self.tokenizer.encode(body, add_special_tokens=add_special_tokens)
         out["input_ids"] = torch.tensor([ids])
         return out

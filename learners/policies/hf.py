@@ -25,7 +25,13 @@ import numpy as np
 import torch
 
 from .base import Conversation, Generation, Message
-from .vision_inputs import IMAGE_PAD, expand_image_tokens, load_tokenizer_and_image_processor
+from .vision_inputs import (
+    IMAGE_PAD,
+    expand_image_tokens,
+    inline_images,
+    load_tokenizer_and_image_processor,
+    process_images,
+)
 
 THINK_PREFIX = "<think>\n"
 
@@ -133,10 +139,15 @@ class HFPolicy:
     def _encode_text(self, text: str, images: Sequence[np.ndarray]) -> Encoded:
         if not images:
             return Encoded(self.tokenizer.encode(text, add_special_tokens=False))
-        processed = self.image_processor(images=[np.asarray(im) for im in images], return_tensors="pt", **self.pixel_kwargs)
-        grid = processed["image_grid_thw"]
+        pixels, grid = process_images(self.image_processor, images, self.pixel_kwargs)
         text = expand_image_tokens(text, grid, self.merge_size)
-        return Encoded(self.tokenizer.encode(text, add_special_tokens=False), processed["pixel_values"], grid)
+        return Encoded(self.tokenizer.encode(text, add_special_tokens=False), pixels, grid)
+
+    def encode_ids(self, ids: Sequence[int], images: Sequence[Any] = ()) -> Encoded:
+        """Ids that already hold every image's expanded pads, with those images' pixels."""
+        if not images:
+            return Encoded(list(ids))
+        return Encoded(list(ids), *process_images(self.image_processor, images, self.pixel_kwargs))
 
     def encode(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> Encoded:
         """A whole conversation (plus the think prefix when generating)."""
@@ -151,7 +162,7 @@ class HFPolicy:
         before = self.render(history, add_generation_prompt=False)
         after = self.render([*history, *new], add_generation_prompt=True)
         if not after.startswith(before):  # a template that rewrites earlier turns: fall back to ChatML
-            after = before + "".join(f"<|im_start|>{m.role}\n" + _inline(m) + "<|im_end|>\n" for m in new)
+            after = before + "".join(f"<|im_start|>{m.role}\n" + inline_images(m.text) + "<|im_end|>\n" for m in new)
             after += "<|im_start|>assistant\n"
         delta = after[len(before) :]
         if self.think_prefix:
@@ -272,6 +283,3 @@ class HFPolicy:
         """The next assistant turn of each conversation."""
         return self.generate_encoded([self.encode(c) for c in conversations])
 
-
-def _inline(message: Message) -> str:
-    return message.text.replace("<image>", f"<|vision_start|>{IMAGE_PAD}<|vision_end|>")

@@ -14,7 +14,25 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from paravt_env.protocol import IMAGE_PLACEHOLDER
+
 IMAGE_PAD = "<|image_pad|>"
+VISION_IMAGE = f"<|vision_start|>{IMAGE_PAD}<|vision_end|>"
+"""One image in a Qwen-VL prompt before expansion (what the chat template writes for an image part)."""
+
+
+def inline_images(text: str) -> str:
+    """The env's ``<image>`` placeholders as Qwen-VL vision tokens (for prompts rendered without a template)."""
+    return text.replace(IMAGE_PLACEHOLDER, VISION_IMAGE)
+
+
+def process_images(image_processor: Any, images: Any, pixel_kwargs: dict | None = None) -> tuple[Any, Any]:
+    """``(pixel_values, image_grid_thw)`` of RGB frames (uint8 arrays or PIL images), in order."""
+    arrays = [np.asarray(im.convert("RGB")) if hasattr(im, "convert") else np.asarray(im) for im in images]
+    processed = image_processor(images=arrays, return_tensors="pt", **(pixel_kwargs or {}))
+    return processed["pixel_values"], processed["image_grid_thw"]
 
 
 def load_tokenizer_and_image_processor(path: str | Path) -> tuple[Any, Any]:

@@ -33,11 +33,7 @@ class ScriptedEngine(LocalEngine):
         text = TURNS[min(self.turn, len(TURNS) - 1)]
         self.turn += 1
         out_ids = self.policy.tokenizer.encode(text, add_special_tokens=False) + [self.policy.end_of_turn_id]
-        from learners.policies.hf import Encoded
-
-        images = [np.asarray(im.convert("RGB")) for im in (mm or {}).get("image", [])]
-        processed = self.policy.image_processor(images=images, return_tensors="pt", **self.policy.pixel_kwargs)
-        enc = Encoded(ids + out_ids, processed["pixel_values"], processed["image_grid_thw"])
+        enc = self.policy.encode_ids(ids + out_ids, (mm or {}).get("image", []))
         with torch.no_grad():
             lp = self.policy.sequence_logprobs(enc, temperature=params.temperature)[len(ids) - 1 :]
         return RequestOutput([CompletionOutput(out_ids, text, "stop", [{t: Logprob(float(x))} for t, x in zip(out_ids, lp, strict=True)])])

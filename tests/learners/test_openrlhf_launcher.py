@@ -64,3 +64,18 @@ def test_executor_reads_its_options_from_the_environment(monkeypatch):
     monkeypatch.setenv("PARAVT_ENV_OPTIONS", json.dumps({"frame_budget": 16, "epoch": 2}))
     ex = AgentExecutor()
     assert ex.options == {"frame_budget": 16} and ex.epoch == 2
+
+
+def test_agent_func_loads_by_file_path_like_openrlhf():
+    """OpenRLHF imports --train.agent_func_path as a file, outside any package: no relative imports."""
+    pytest.importorskip("openrlhf.utils.agent")
+    import importlib.util
+
+    from openrlhf.utils.agent import AgentExecutorBase
+
+    from learners.openrlhf.launcher import AGENT_FUNC
+
+    spec = importlib.util.spec_from_file_location("agent_func", AGENT_FUNC)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert issubclass(module.AgentExecutor, AgentExecutorBase)
