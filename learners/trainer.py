@@ -313,10 +313,7 @@ class Trainer:
         np.random.set_state(extra["numpy_rng"])
         random.setstate(extra["python_rng"])
         if (self.ckpt / "reference.pt").is_file():
-            self.ref_model = copy.deepcopy(self.policy.model).eval()
-            self.ref_model.load_state_dict(torch.load(self.ckpt / "reference.pt"))
-            for p in self.ref_model.parameters():
-                p.requires_grad_(False)
+            self._reference().load_state_dict(torch.load(self.ckpt / "reference.pt"))
         # Metrics after the checkpoint belong to steps that will be run again: drop them.
         if self.metrics_path.exists():
             rows = [json.loads(x) for x in self.metrics_path.read_text().splitlines() if x.strip()]
