@@ -50,6 +50,12 @@ class EvalOptions:
     max_parallel: int = 5
     prompt_mode: str = "agentic"
     tool_result: str = "frames"
+    crop_fps: float = 1.0
+    crop_max_frames: int = 16
+    min_pixels: int = 784
+    max_pixels: int = 50176
+    response_prefix: str = ""
+    """The prefix the policy's prompt forces (scored as prompt, not as the policy's text)."""
 
     def env_config(self, subagent: Any = None) -> EnvConfig:
         return EnvConfig(
@@ -61,6 +67,11 @@ class EvalOptions:
             tool_result=self.tool_result,
             subagent=subagent,
             force_final_answer=True,
+            crop_fps=self.crop_fps,
+            crop_max_frames=self.crop_max_frames,
+            min_pixels=self.min_pixels,
+            max_pixels=self.max_pixels,
+            response_prefix=self.response_prefix,
         )
 
 

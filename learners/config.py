@@ -12,6 +12,7 @@ import yaml
 
 from .grpo import GRPOConfig
 from .para_grpo import ParaGRPOConfig
+from .perception import PerceptionConfig
 
 RECIPES_DIR = Path(__file__).parent / "recipes"
 
@@ -37,9 +38,42 @@ class DataConfig:
     """A samples file or directory (anything ``load_samples`` reads). None: synthetic videos generated into
     the cache if absent."""
     synth_n: int = 12
+    """Synthetic training videos."""
     synth_seed: int = 0
+    """Seed of the training videos (the held-out split and the perception pool use their own seeds)."""
     min_duration: float = 30.0
     max_duration: float = 90.0
+    size: int = 224
+    """Frame side of the synthetic videos, pixels."""
+    events: int = 0
+    """Needles per video (0: the generator's default, 2-4)."""
+    min_event_seconds: float = 2.0
+    max_event_seconds: float = 6.0
+    event_scale: tuple[float, float] = (0.25, 0.38)
+    """Needle side over frame side, (min, max). A tiny policy sees large needles only (0.6-0.85)."""
+    distractors: int = 3
+    """Soft grey blobs per video (never saturated)."""
+    question_kinds: tuple[str, ...] = ()
+    """Question kinds (``paravt_env.data.synthetic.QUESTION_KINDS``); empty: all of them."""
+    heldout_n: int = 0
+    """Videos of a held-out split from the same distribution (seed ``heldout_seed``), written to
+    ``RUN/heldout`` and never trained on; the run ends by evaluating the policy on it. 0: none."""
+    heldout_seed: int = 1000
+
+    def synth_config(self, n: int | None = None, seed: int | None = None, **changes: Any):
+        """The generator settings of these videos (``n``/``seed`` and any field overridden)."""
+        from paravt_env.data.synthetic import QUESTION_KINDS, SynthConfig
+
+        events = {"min_events": self.events, "max_events": self.events} if self.events else {}
+        base = dict(
+            n=self.synth_n if n is None else n, seed=self.synth_seed if seed is None else seed,
+            min_duration=self.min_duration, max_duration=self.max_duration, size=self.size,
+            min_event_seconds=self.min_event_seconds, max_event_seconds=self.max_event_seconds,
+            event_scale_min=float(self.event_scale[0]), event_scale_max=float(self.event_scale[1]),
+            distractors=self.distractors, question_kinds=tuple(self.question_kinds) or QUESTION_KINDS, **events,
+        )  # fmt: skip
+        base.update(changes)
+        return SynthConfig(**base)
 
 
 @dataclass
@@ -53,6 +87,8 @@ class EnvOptions:
     min_pixels: int = 784
     max_pixels: int = 50176
     tool_result: str = "frames"
+    crop_fps: float = 1.0
+    """Frames per second of window a crop returns (at most ``crop_max_frames``)."""
 
 
 @dataclass
@@ -83,10 +119,19 @@ class OptimConfig:
 @dataclass
 class SFTConfig:
     steps: int = 0
-    """Cold-start SFT steps on oracle trajectories before RL (0: start from ``model.path`` as is)."""
+    """Cold-start SFT optimiser steps on teacher episodes before RL (0: start from ``model.path`` as is)."""
     lr: float = 5e-4
+    """AdamW learning rate of the cold start."""
     episodes: int = 12
-    """Oracle episodes generated for the cold start."""
+    """Teacher episodes generated for the cold start (over the training videos, each with a frame budget
+    drawn from the gating choices, so the data holds answer-from-overview and parallel-crop episodes)."""
+    batch: int = 1
+    """Episodes per optimiser step (gradient accumulation); episodes are reshuffled every pass."""
+    window: float = 20.0
+    """Length of the teacher's coverage crops, seconds (``learners.teacher``)."""
+    frame_budgets: tuple[int, ...] = (4, 8, 16, 32, 64)
+    """Overview budgets of the teacher episodes, drawn per episode by the gating hash. The paper's cold start
+    is tool-use trajectories: small budgets make most episodes need the crops."""
 
 
 @dataclass
@@ -111,6 +156,7 @@ class TrainConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
     para: ParaGRPOConfig = field(default_factory=ParaGRPOConfig)
+    perception: PerceptionConfig = field(default_factory=PerceptionConfig)
     sft: SFTConfig = field(default_factory=SFTConfig)
     log: LogConfig = field(default_factory=LogConfig)
 

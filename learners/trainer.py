@@ -13,6 +13,7 @@ position, so ``--resume`` continues the run without gaps or repeats in the metri
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import logging
 import os
@@ -35,9 +36,10 @@ from paravt_env.rewards import RewardConfig
 from .config import TrainConfig
 from .grpo import clipped_policy_loss, group_advantages, kl_penalty, masked_mean
 from .para_grpo import sequence_advantages, token_anchored_advantages
-from .policies.hf import HFPolicy
+from .coldstart import run_cold_start
+from .policies.card import write_card
+from .policies.hf import THINK_PREFIX, HFPolicy
 from .rollout import Trajectory, run_group
-from .sft import oracle_turns, run_scripted_episode, sft_loss
 
 logger = logging.getLogger(__name__)
 
@@ -49,15 +51,42 @@ METRIC_KEYS = (
 
 
 # --- setup ------------------------------------------------------------------------------------------------
+def synth_dir(synth) -> Path:
+    """Cache directory of a synthetic dataset: named by everything that shapes its videos and questions."""
+    qkey = hashlib.sha256(json.dumps(list(synth.question_kinds)).encode()).hexdigest()[:6]
+    return cache_dir() / f"synth_{synth.video_key()}_n{synth.n}_s{synth.seed}_q{qkey}"
+
+
 def resolve_data(cfg: TrainConfig):
     if cfg.data.path:
         return load_samples(cfg.data.path)
-    from paravt_env.data.synthetic import SynthConfig, generate_dataset
+    from paravt_env.data.synthetic import generate_dataset
 
-    d = cfg.data
-    out = cache_dir() / f"synth_n{d.synth_n}_s{d.synth_seed}_{int(d.min_duration)}-{int(d.max_duration)}s"
-    return generate_dataset(out, SynthConfig(n=d.synth_n, seed=d.synth_seed, min_duration=d.min_duration,
-                                             max_duration=d.max_duration), progress=False)  # fmt: skip
+    synth = cfg.data.synth_config()
+    return generate_dataset(synth_dir(synth), synth, progress=False, workers=2)
+
+
+def resolve_perception_data(cfg: TrainConfig):
+    """The perception stage's own pool of short synthetic videos (None: no stage, or real data)."""
+    if cfg.perception.steps <= 0 or cfg.data.path:
+        return None
+    from paravt_env.data.synthetic import generate_dataset
+
+    p = cfg.perception
+    synth = cfg.data.synth_config(n=p.videos, seed=cfg.data.synth_seed + 500_000, min_duration=p.min_duration,
+                                  max_duration=p.max_duration)  # fmt: skip
+    return generate_dataset(synth_dir(synth), synth, progress=False, workers=2)
+
+
+def write_heldout(cfg: TrainConfig, out: Path):
+    """The held-out split (``data.heldout_n`` videos of the training distribution, their own seed) in
+    ``OUT/heldout`` (videos and samples.jsonl): never trained on, evaluated at the end of the run."""
+    if cfg.data.heldout_n <= 0 or cfg.data.path:
+        return None
+    from paravt_env.data.synthetic import generate_dataset
+
+    synth = cfg.data.synth_config(n=cfg.data.heldout_n, seed=cfg.data.heldout_seed)
+    return generate_dataset(out / "heldout", synth, progress=False, workers=2)
 
 
 def resolve_model_path(cfg: TrainConfig) -> Path | str:
@@ -75,14 +104,19 @@ def reward_config(cfg: TrainConfig) -> RewardConfig:
     return cfg.para.reward_config() if cfg.algorithm == "para_grpo" else RewardConfig.vanilla()
 
 
+def uses_think_prefix(cfg: TrainConfig) -> bool:
+    return cfg.algorithm == "para_grpo" and cfg.para.think_prefix
+
+
 def env_config(cfg: TrainConfig) -> EnvConfig:
     e = cfg.env
     gating = cfg.algorithm == "para_grpo" and cfg.para.nframes_gating
     return EnvConfig(
-        frame_budget=e.frame_budget, max_turns=e.max_turns, max_parallel=e.max_parallel,
+        frame_budget=e.frame_budget, max_turns=e.max_turns, max_parallel=e.max_parallel, crop_fps=e.crop_fps,
         crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels,
         tool_result=e.tool_result, subagent=(lambda r: "") if e.tool_result == "subagent" else None,
         nframes_gating=gating, seed=cfg.seed, reward=reward_config(cfg),
+        response_prefix=THINK_PREFIX if uses_think_prefix(cfg) else "",  # the reward scores generated text only
     )  # fmt: skip
 
 
@@ -108,19 +142,49 @@ def rollout_metrics(trs: list[Trajectory]) -> dict[str, float]:
     }
 
 
-def plot_curves(rows: list[dict[str, Any]], path: Path) -> None:
+CURVES = (
+    ("reward_mean", "Reward", "mean episode reward"),
+    ("format_reward", "Format reward f_τ", "format term"),
+    ("format_compliance", "Format compliance", "share of well-formed episodes"),
+    ("tool_calls_per_rollout", "Tool calls per rollout κ", "executed crops / episode"),
+    ("accuracy", "Accuracy", "answer accuracy"),
+    ("kl", "KL to the reference", "k3 estimate / token"),
+)
+
+
+def plot_curves(rows: list[dict[str, Any]], path: Path, sft_rows: list[dict[str, Any]] | None = None) -> None:
+    """RL curves (one panel per metric) and, when given, the cold start's loss per stage."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    panels = len(CURVES) + (1 if sft_rows else 0)
+    cols = 4
+    fig, axes = plt.subplots((panels + cols - 1) // cols, cols, figsize=(4 * cols, 3.2 * ((panels + cols - 1) // cols)))
+    axes = list(axes.flat)
     steps = [r["step"] for r in rows]
-    fig, axes = plt.subplots(1, 4, figsize=(13, 3))
-    for ax, key, title in zip(axes, ("reward_mean", "format_reward", "tool_calls_per_rollout", "accuracy"),
-                              ("reward", "format reward f_τ", "tool calls per rollout κ", "accuracy"), strict=True):  # fmt: skip
-        ax.plot(steps, [r[key] for r in rows], marker="o", markersize=3)
+    for ax, (key, title, ylabel) in zip(axes, CURVES, strict=False):
+        ax.plot(steps, [r.get(key, float("nan")) for r in rows], marker="o", markersize=3)
         ax.set_title(title)
-        ax.set_xlabel("step")
+        ax.set_xlabel("RL step")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    if sft_rows:
+        ax = axes[len(CURVES)]
+        for stage in ("perception", "sft"):
+            pts = [r for r in sft_rows if r.get("stage", "sft") == stage]
+            if pts:
+                ax.plot(range(1, len(pts) + 1), [r["loss"] for r in pts], label=stage, linewidth=1)
+        ax.set_title("Cold start loss")
+        ax.set_xlabel("optimiser step (per stage)")
+        ax.set_ylabel("cross-entropy / token")
+        ax.set_yscale("log")
+        ax.legend()
+        ax.grid(alpha=0.3)
+    for ax in axes[panels:]:
+        ax.axis("off")
+    fig.suptitle(f"Training curves ({path.parent.name})")
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=100)
@@ -143,7 +207,7 @@ class Trainer:
         self.resumed = resume and (self.ckpt / "state.json").is_file()
         load_from = self.ckpt / "model" if self.resumed else base_path
         dtype = torch.bfloat16 if cfg.model.dtype == "bf16" else torch.float32
-        think = cfg.algorithm == "para_grpo" and cfg.para.think_prefix
+        think = uses_think_prefix(cfg)
         self.policy = HFPolicy.from_pretrained(
             load_from, device=cfg.model.device, dtype=dtype, max_new_tokens=cfg.rollout.max_new_tokens,
             temperature=cfg.rollout.temperature, think_prefix=think,
@@ -180,38 +244,18 @@ class Trainer:
             self.cursor += 1
         return out
 
-    # -- SFT cold start -----------------------------------------------------------------------------------
+    # -- cold start -------------------------------------------------------------------------------------
     def cold_start(self) -> None:
-        cfg = self.cfg.sft
-        if cfg.steps <= 0 or self.resumed:
+        """Perception + SFT (``learners.coldstart``) when the recipe asks for them, saved as
+        ``RUN/coldstart/model``: the checkpoint every RL arm of a comparison should start from."""
+        cfg = self.cfg
+        if self.resumed or (cfg.perception.steps <= 0 and cfg.sft.steps <= 0):
             return
-        env = VideoToolEnv(self.samples, env_config(self.cfg))
-        data = []
-        for i in range(min(cfg.episodes, len(self.samples))):
-            s = self.samples[i]
-            data.append(run_scripted_episode(env, self.policy, oracle_turns(s, self.cfg.env.max_parallel),
-                                             options={"sample": s}))  # fmt: skip
-        env.close()
-        opt = torch.optim.AdamW(self.policy.model.parameters(), lr=cfg.lr, weight_decay=0.0)
-        self.policy.model.train()
-        rows = []
-        bar = _bar(cfg.steps, "sft", self.progress)
-        for step in range(1, cfg.steps + 1):
-            tr = data[(step - 1) % len(data)]
-            loss = sft_loss(self.policy, tr)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.cfg.optim.grad_clip)
-            opt.step()
-            rows.append({"step": step, "loss": float(loss.detach())})
-            if bar:
-                bar.update(1)
-                bar.set_postfix(loss=f"{float(loss):.3f}")
-        if bar:
-            bar.close()
-        self.policy.model.eval()
-        with open(self.out / "sft_metrics.jsonl", "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+        summary = run_cold_start(self.policy, self.samples, cfg, self.out,
+                                 perception_samples=resolve_perception_data(cfg), progress=self.progress)  # fmt: skip
+        target = self.out / "coldstart" / "model"
+        self._save_model(target, self.base_path)
+        (self.out / "coldstart" / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
     # -- one RL step --------------------------------------------------------------------------------------
     def rl_step(self) -> dict[str, Any]:
@@ -284,16 +328,24 @@ class Trainer:
         return self.ref_model
 
     # -- checkpoints --------------------------------------------------------------------------------------
+    def _save_model(self, target: Path, source: Path | None) -> None:
+        """The policy as a loadable checkpoint: weights, the tokenizer / processor files of ``source``, and a
+        policy card naming the protocol it was trained with (``learners.policies.card``)."""
+        target.mkdir(parents=True, exist_ok=True)
+        self.policy.model.save_pretrained(target)
+        if source is not None:  # tokenizer, processor configs, chat template
+            for f in Path(source).iterdir():
+                if f.is_file() and not f.name.startswith(("model", "config.json", "generation_config")):
+                    shutil.copy2(f, target / f.name)
+        env = asdict(self.cfg.env)
+        env["frame_budget"] = self.cfg.env.frame_budget
+        write_card(target, think_prefix=uses_think_prefix(self.cfg), env=env, algorithm=self.cfg.algorithm)
+
     def save(self) -> None:
         tmp = self.out / "checkpoint.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
-        (tmp / "model").mkdir(parents=True)
-        self.policy.model.save_pretrained(tmp / "model")
         source = self.ckpt / "model" if self.resumed and (self.ckpt / "model").is_dir() else self.base_path
-        if source is not None:  # tokenizer, processor configs, chat template: a loadable checkpoint
-            for f in Path(source).iterdir():
-                if f.is_file() and not f.name.startswith(("model", "config.json", "generation_config")):
-                    shutil.copy2(f, tmp / "model" / f.name)
+        self._save_model(tmp / "model", source)
         torch.save({"optimizer": self.optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
                     "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}, tmp / "trainer.pt")  # fmt: skip
         if self.ref_model is not None:
@@ -335,7 +387,7 @@ class Trainer:
                 rows.append(row)
                 with open(self.metrics_path, "a") as f:
                     f.write(json.dumps(row) + "\n")
-                plot_curves(rows, self.out / "curves.png")
+                plot_curves(rows, self.out / "curves.png", self._sft_rows())
                 sinks.write(row)
                 if bar:
                     bar.update(1)
@@ -353,6 +405,12 @@ class Trainer:
             sinks.close()
         self.save()
         return rows
+
+    def _sft_rows(self) -> list[dict[str, Any]]:
+        path = self.out / "sft_metrics.jsonl"
+        if not path.is_file():
+            return []
+        return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
     def close(self) -> None:
         for env in self.envs:

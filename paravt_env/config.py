@@ -62,6 +62,11 @@ class EnvConfig:
     """Longer turns are truncated before parsing (and the truncation is reported in feedback)."""
     force_final_answer: bool = True
     """On the last turn, the feedback asks for the final answer in the question type's format."""
+    response_prefix: str = ""
+    """Text the agent's prompt forces at the start of each of its turns (PARA-GRPO's think prefix,
+    ``"<think>\\n"``). Actions stay whole turns, prefix included, and are parsed as such; the reward scores
+    only what follows the prefix, the text the policy generated, as the release does (its reward decodes the
+    loss-masked tokens only)."""
 
     def __post_init__(self) -> None:
         if self.dispatch not in DISPATCH_MODES:
@@ -93,6 +98,8 @@ class EnvConfig:
         tol = self.overview_tolerance
         if tol is not None and not (isinstance(tol, numbers.Real) and 0 <= tol < math.inf):
             raise ValueError(f"EnvConfig.overview_tolerance must be None or a finite number >= 0, got {tol!r}")
+        if not isinstance(self.response_prefix, str):
+            raise ValueError(f"EnvConfig.response_prefix must be a string, got {self.response_prefix!r}")
         if isinstance(self.reward, dict):  # a recipe's reward block (YAML maps 1:1 onto RewardConfig)
             self.reward = RewardConfig.from_dict(self.reward)
         if not isinstance(self.reward, RewardConfig):

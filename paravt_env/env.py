@@ -311,9 +311,15 @@ class VideoToolEnv(gym.Env[dict, str]):
             action = action[:limit]
         return action, notes
 
+    def generated_text(self) -> str:
+        """What the policy generated this episode: every turn without the forced ``response_prefix``."""
+        prefix = self.config.response_prefix
+        return "".join(t[len(prefix) :] if prefix and t.startswith(prefix) else t for t in self._turn_texts)
+
     def _score(self):
-        # The release scores the concatenation of the generated tokens of every turn (no separator).
-        completion = "".join(self._turn_texts)
+        # The release scores the concatenation of the generated tokens of every turn (no separator); a prefix
+        # the prompt forced is prompt, not policy output.
+        completion = self.generated_text()
         return compute_reward(
             completion,
             self._sample.answer,
@@ -344,7 +350,8 @@ class VideoToolEnv(gym.Env[dict, str]):
 
     @property
     def agent_text(self) -> str:
-        """Everything the agent wrote this episode (what the reward scores)."""
+        """Everything the agent's turns held this episode, forced prefixes included (the reward scores
+        ``generated_text()``)."""
         return "".join(self._turn_texts)
 
     def render(self) -> np.ndarray | None:

@@ -22,13 +22,17 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--video-root", default=None, help="directory the data's video paths are relative to")
     p.add_argument("--out", help="output directory (rerun with the same --out to resume)")
     p.add_argument("--dispatch", choices=("parallel", "sequential"), default="parallel")
-    p.add_argument("--frame-budget", type=int, default=64, help="overview frames K (default 64)")
-    p.add_argument("--max-turns", type=int, default=3, help="turns per episode (default 3)")
-    p.add_argument("--max-parallel", type=int, default=5, help="crops per turn (default 5)")
+    # Env options default to the checkpoint's policy card (hf:DIR trained here), else to the paper's values.
+    p.add_argument("--frame-budget", type=int, default=None, help="overview frames K (default: card, else 64)")
+    p.add_argument("--max-turns", type=int, default=None, help="turns per episode (default: card, else 3)")
+    p.add_argument("--max-parallel", type=int, default=None, help="crops per turn (default: card, else 5)")
+    p.add_argument("--crop-fps", type=float, default=None, help="crop frames per second (default: card, else 1)")
+    p.add_argument("--crop-max-frames", type=int, default=None, help="frames per crop (default: card, else 16)")
+    p.add_argument("--max-pixels", type=int, default=None, help="pixel budget per frame (default: card, else 50176)")
     p.add_argument(
-        "--prompt-mode", choices=("direct", "reasoning", "agentic", "agentic_minimal"), default="agentic"
+        "--prompt-mode", choices=("direct", "reasoning", "agentic", "agentic_minimal"), default=None
     )
-    p.add_argument("--tool-result", choices=("frames", "subagent"), default="frames")
+    p.add_argument("--tool-result", choices=("frames", "subagent"), default=None)
     p.add_argument("--limit", type=int, default=None, help="only the first N samples")
     p.add_argument("--concurrency", type=int, default=1, help="episodes in flight (default 1)")
     p.add_argument(
@@ -38,8 +42,39 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.set_defaults(func=run)
 
 
+def policy_card(spec: str) -> dict:
+    """The policy card of an ``hf:DIR`` checkpoint trained here (``{}`` for anything else)."""
+    if not spec.startswith("hf:"):
+        return {}
+    from pathlib import Path
+
+    path = Path(spec[3:])
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint directory {path} does not exist (policy {spec})")
+    import json
+
+    card = path / "paravt.json"
+    return json.loads(card.read_text()) if card.is_file() else {}
+
+
+def eval_options(args: argparse.Namespace):
+    """Command-line options, then the checkpoint's card, then the paper's eval defaults."""
+    from benchmarks.evaluation import EvalOptions
+
+    card = policy_card(args.policy)
+    trained = card.get("env", {})
+    defaults = EvalOptions()
+    pick = {}
+    for key in ("frame_budget", "max_turns", "max_parallel", "crop_fps", "crop_max_frames", "max_pixels",
+                "prompt_mode", "tool_result"):  # fmt: skip
+        given = getattr(args, key)
+        pick[key] = given if given is not None else trained.get(key, getattr(defaults, key))
+    pick["min_pixels"] = min(trained.get("min_pixels", defaults.min_pixels), pick["max_pixels"])
+    return EvalOptions(dispatch=args.dispatch, response_prefix="<think>\n" if card.get("think_prefix") else "", **pick)
+
+
 def run(args: argparse.Namespace) -> int:
-    from benchmarks.evaluation import EvalOptions, compare, evaluate, to_markdown
+    from benchmarks.evaluation import compare, evaluate, to_markdown
     from benchmarks.policies import make_agent_factory
 
     if args.compare_dirs:
@@ -55,16 +90,9 @@ def run(args: argparse.Namespace) -> int:
     samples = load_samples(args.data, video_root=args.video_root, strict=False)
     if args.limit is not None:
         samples = samples[: args.limit]
-    options = EvalOptions(
-        dispatch=args.dispatch,
-        frame_budget=args.frame_budget,
-        max_turns=args.max_turns,
-        max_parallel=args.max_parallel,
-        prompt_mode=args.prompt_mode,
-        tool_result=args.tool_result,
-    )
+    options = eval_options(args)
     factory, subagent = make_agent_factory(
-        args.policy, max_new_tokens=args.max_new_tokens, tool_result=args.tool_result
+        args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result
     )
     summary = evaluate(
         samples,

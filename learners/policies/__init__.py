@@ -20,7 +20,13 @@ def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = 
     if spec.startswith("hf:"):
         from .hf import HFPolicy
 
-        policy = HFPolicy.from_pretrained(spec[3:], device="auto", max_new_tokens=max_new_tokens, temperature=0.0)
+        from .card import read_card
+
+        # A card (written by our trainer) names the prefix the policy was trained with; released checkpoints
+        # have none and get no forced prefix.
+        think = bool(read_card(spec[3:]).get("think_prefix", False))
+        policy = HFPolicy.from_pretrained(spec[3:], device="auto", max_new_tokens=max_new_tokens, temperature=0.0,
+                                          think_prefix=think)  # fmt: skip
     elif spec.startswith("openai:"):
         from .remote import OpenAIPolicy
 

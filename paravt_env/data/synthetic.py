@@ -80,6 +80,11 @@ class SynthConfig:
     """Longest time a needle stays on screen."""
     distractors: int = 3
     """Soft grey blobs wandering over each video (never saturated, so never mistaken for a needle)."""
+    event_scale_min: float = 0.25
+    """Smallest needle, as its side over the frame side. The tiny CPU policy needs large needles (0.6-0.85):
+    its vision tower sees a 64 x 64 frame as 2 x 2 merged tokens."""
+    event_scale_max: float = 0.38
+    """Largest needle, as its side over the frame side (at most 1)."""
     question_kinds: tuple[str, ...] = QUESTION_KINDS
     """Question kinds to draw from, uniformly; repeat a kind to weight it."""
     questions_per_video: int = 1
@@ -129,6 +134,11 @@ class SynthConfig:
             )
         if self.questions_per_video < 1:
             raise ValueError(f"SynthConfig.questions_per_video must be >= 1, got {self.questions_per_video}")
+        if not 0 < self.event_scale_min <= self.event_scale_max <= 1:
+            raise ValueError(
+                "SynthConfig needs 0 < event_scale_min <= event_scale_max <= 1, "
+                f"got event_scale_min={self.event_scale_min}, event_scale_max={self.event_scale_max}"
+            )
         if self.distractors < 0:
             raise ValueError(f"SynthConfig.distractors must be >= 0, got {self.distractors}")
         if not 0 <= self.crf <= 51:
@@ -146,6 +156,11 @@ class SynthConfig:
         pixels = {
             k: v for k, v in asdict(self).items() if k not in ("n", "question_kinds", "questions_per_video")
         }
+        # Needle scale joined the settings later: at its old values it leaves the key (and the cached files
+        # of every earlier dataset) as they were.
+        for name, old in (("event_scale_min", 0.25), ("event_scale_max", 0.38)):
+            if pixels[name] == old:
+                del pixels[name]
         blob = json.dumps({"v": GENERATOR_VERSION, **pixels}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:8]
 
@@ -225,7 +240,7 @@ def plan_video(index: int, cfg: SynthConfig) -> VideoPlan:
         first = int(math.ceil(float(rng.uniform(lo, max(lo, hi))) * cfg.fps))
         first = min(first, n_frames - frames)
         # Boxes on even pixels with an even side, so the shape's chroma lines up with the 2x2 chroma grid.
-        side = 2 * int(cfg.size * rng.uniform(0.25, 0.38) / 2)
+        side = 2 * int(cfg.size * rng.uniform(cfg.event_scale_min, cfg.event_scale_max) / 2)
         x = 2 * int(rng.integers(0, (cfg.size - side) // 2 + 1))
         y = 2 * int(rng.integers(0, (cfg.size - side) // 2 + 1))
         needles.append(Needle(colours[i], shapes[i], first / cfg.fps, (first + frames) / cfg.fps, x, y, side))

@@ -1,0 +1,152 @@
+"""The cold start: perception stage, then SFT on teacher episodes, into one checkpoint every RL arm shares.
+
+    perception (``learners.perception``)  ->  SFT on teacher episodes (``learners.teacher``)  ->  RUN/coldstart/model
+
+The paper starts PARA-GRPO and every ablation from one SFT checkpoint; so does this: the cold start does not
+depend on the RL arm (no forced think prefix: the teacher writes ``<think>\\n`` itself, so the same model
+continues naturally after a forced one; frame budgets drawn from the gating choices, so the data holds both
+answer-from-overview and parallel-crop episodes), and ``paravt repro`` runs it once for all arms.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from paravt_env import EnvConfig, VideoToolEnv
+from paravt_env.data import VideoQASample
+from paravt_env.gating import gated_frame_budget
+
+from .config import TrainConfig
+from .perception import build_examples, train_perception
+from .policies.hf import HFPolicy
+from .rollout import Trajectory
+from .sft import run_scripted_episode, sft_loss
+from .teacher import TeacherMiss, final_turn, first_turn
+
+logger = logging.getLogger(__name__)
+
+
+def teacher_env_config(cfg: TrainConfig) -> EnvConfig:
+    e = cfg.env
+    return EnvConfig(
+        frame_budget=e.frame_budget, max_turns=e.max_turns, max_parallel=e.max_parallel, crop_fps=e.crop_fps,
+        crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels, seed=cfg.seed,
+    )  # fmt: skip
+
+
+def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainConfig) -> tuple[list[Trajectory], int]:
+    """``cfg.sft.episodes`` teacher episodes over ``samples`` (cycled, each pass with new frame budgets drawn
+    like nFrames Gating draws them), played through the real env and tokenised like rollouts. Returns the
+    trajectories and how many episodes were dropped because their frames showed no needle."""
+    env = VideoToolEnv(samples, teacher_env_config(cfg))
+    out, missed = [], 0
+    try:
+        for i in range(cfg.sft.episodes):
+            sample = samples[i % len(samples)]
+            k = gated_frame_budget(sample.id, i // len(samples), cfg.seed, tuple(cfg.sft.frame_budgets))
+            first: dict[str, str] = {}
+
+            def turn(t: int, obs: dict[str, Any], sample=sample, first=first) -> str:
+                if t == 0:
+                    duration = env.unwrapped._reader.duration
+                    first["text"] = first_turn(sample, obs["timestamps"], duration, window=cfg.sft.window,
+                                               max_calls=cfg.env.max_parallel)  # fmt: skip
+                    return first["text"]
+                return final_turn(sample, obs["timestamps"])
+
+            try:
+                out.append(run_scripted_episode(env, policy, turn, options={"sample": sample, "frame_budget": k}))
+            except TeacherMiss:
+                missed += 1
+    finally:
+        env.close()
+    return out, missed
+
+
+def train_sft(policy: HFPolicy, data: list[Trajectory], cfg: TrainConfig, *, progress: bool = False) -> list[dict]:
+    """Cross-entropy on the assistant's tokens: ``sft.steps`` AdamW steps of ``sft.batch`` episodes each,
+    reshuffled every pass."""
+    s = cfg.sft
+    if s.steps <= 0 or not data:
+        return []
+    opt = torch.optim.AdamW(policy.model.parameters(), lr=s.lr, weight_decay=0.0)
+    rng = random.Random(cfg.seed)
+    order: list[int] = []
+    rows = []
+    bar = _bar(s.steps, "sft", progress)
+    policy.model.train()
+    for step in range(1, s.steps + 1):
+        opt.zero_grad()
+        total = 0.0
+        for _ in range(s.batch):
+            if not order:
+                order = list(range(len(data)))
+                rng.shuffle(order)
+            loss = sft_loss(policy, data[order.pop()]) / s.batch
+            loss.backward()
+            total += float(loss.detach())
+        torch.nn.utils.clip_grad_norm_(policy.model.parameters(), cfg.optim.grad_clip)
+        opt.step()
+        rows.append({"stage": "sft", "step": step, "loss": total})
+        if bar:
+            bar.update(1)
+            bar.set_postfix(loss=f"{total:.3f}")
+    if bar:
+        bar.close()
+    policy.model.eval()
+    return rows
+
+
+def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainConfig, out: str | Path, *,
+                   perception_samples: list[VideoQASample] | None = None, progress: bool = False) -> dict[str, Any]:
+    """Both stages on ``policy`` (in place); their loss rows go to ``OUT/sft_metrics.jsonl``. Returns a summary
+    (steps, episodes, drops, final losses)."""
+    out = Path(out)
+    torch.manual_seed(cfg.seed)
+    was_think = policy.think_prefix
+    policy.think_prefix = False  # the teacher writes "<think>\n" itself: the cold start is arm-independent
+    rows: list[dict] = []
+    summary: dict[str, Any] = {}
+    try:
+        if cfg.perception.steps > 0:
+            e = cfg.env
+            examples = build_examples(policy, perception_samples or samples, cfg.perception, crop_fps=e.crop_fps,
+                                      crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels,
+                                      max_pixels=e.max_pixels, seed=cfg.seed)  # fmt: skip
+            rows += train_perception(policy, examples, cfg.perception, grad_clip=cfg.optim.grad_clip, seed=cfg.seed,
+                                     progress=progress)  # fmt: skip
+            summary["perception"] = {"examples": len(examples), "steps": cfg.perception.steps,
+                                     "final_loss": _tail_mean(rows, "perception")}  # fmt: skip
+        if cfg.sft.steps > 0:
+            # Teacher episodes over the training videos and the perception pool: a small model memorises a
+            # few hundred episodes by their text; many videos leave it only the pixels to go by.
+            data, missed = teacher_episodes(policy, [*samples, *(perception_samples or [])], cfg)
+            calls = sum(1 for t in data if t.tool_calls)
+            rows += train_sft(policy, data, cfg, progress=progress)
+            summary["sft"] = {"episodes": len(data), "dropped": missed, "with_crops": calls, "steps": cfg.sft.steps,
+                              "final_loss": _tail_mean(rows, "sft")}  # fmt: skip
+    finally:
+        policy.think_prefix = was_think
+    with open(out / "sft_metrics.jsonl", "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in rows)
+    logger.info("cold start: %s", summary)
+    return summary
+
+
+def _tail_mean(rows: list[dict], stage: str, n: int = 20) -> float:
+    vals = [r["loss"] for r in rows if r["stage"] == stage][-n:]
+    return sum(vals) / len(vals) if vals else float("nan")
+
+
+def _bar(total: int, desc: str, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="step")

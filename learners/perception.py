@@ -1,0 +1,162 @@
+"""Perception stage: teach a small vision-language model to say what coloured shape its frames show.
+
+A random-init tiny Qwen-VL fine-tuned straight on tool-use episodes learns the text and ignores the pixels:
+its vision features collapse to a constant (cosine(real, grey) 0.99999) because the episode text predicts most
+tokens without them. This stage comes first and makes the pixels the only way to lower the loss: short
+sequences of frames from the training videos, the question "What coloured shape do these frames show?", and
+the target sentence the cold-start teacher uses ("The crops show a red star." / "... no coloured shape.").
+Crop-like windows with and without the needle, and overviews of 4-16 frames, labelled by which frames
+really show the needle (by their true timestamps).
+
+It is the cheap analogue of the vision-language pre-training a released checkpoint already has.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from paravt_env.data import VideoQASample
+from paravt_env.protocol import IMAGE_PLACEHOLDER
+from paravt_env.video import open_video, sample_overview, sample_window
+
+from .grpo import masked_mean
+from .policies.base import Message
+from .policies.hf import Encoded, HFPolicy
+from .teacher import describe, visible_events
+
+QUESTION = "What coloured shape do these frames show?"
+
+
+@dataclass
+class PerceptionConfig:
+    """The perception stage (before the cold start). ``steps=0`` skips it."""
+
+    steps: int = 0
+    """Optimiser steps (each on ``batch`` examples)."""
+    lr: float = 1e-3
+    """AdamW learning rate."""
+    batch: int = 4
+    """Examples per optimiser step (gradient accumulation)."""
+    window: float = 20.0
+    """Crop-like examples span this many seconds (the teacher's crop length)."""
+    videos: int = 400
+    """Short synthetic videos made for this stage alone (same task settings as the training data, their own
+    seed, ``min_duration``-``max_duration`` s): many videos, so the model cannot memorise one per answer."""
+    min_duration: float = 20.0
+    max_duration: float = 40.0
+
+
+@dataclass
+class PerceptionExample:
+    encoded: Encoded
+    loss_mask: list[int]
+    target: str
+
+
+def _frames_text(times) -> str:
+    return "\n".join(f"<{t:.1f} seconds>{IMAGE_PLACEHOLDER}" for t in times)
+
+
+def target_sentence(sample: VideoQASample, times, where: str) -> str:
+    seen = visible_events(sample, times)
+    verb = "shows" if where == "overview" else "show"
+    if not seen:
+        return f"The {where} {verb} no coloured shape."
+    return f"The {where} {verb} " + ", ".join(f"a {describe(e)}" for e in seen) + "."
+
+
+def encode_example(policy: HFPolicy, frames, times, target: str) -> PerceptionExample:
+    """One user turn (frames, then the question) and the assistant's target, loss on the target only."""
+    user = Message("user", _frames_text(times) + "\n" + QUESTION, list(frames))
+    prompt = policy.render([user], add_generation_prompt=True)
+    reply = target + "<|im_end|>\n"
+    enc = policy._encode_text(prompt + reply, list(frames))
+    n_reply = len(policy.tokenizer.encode(reply, add_special_tokens=False))
+    mask = [0] * (len(enc.input_ids) - n_reply) + [1] * n_reply
+    return PerceptionExample(enc, mask, target)
+
+
+def build_examples(policy: HFPolicy, samples: list[VideoQASample], cfg: PerceptionConfig, *, crop_fps: float,
+                   crop_max_frames: int, min_pixels: int, max_pixels: int, seed: int = 0) -> list[PerceptionExample]:
+    """Per video: a crop-like window holding the needle, one without it (when the video has room), and an
+    overview of 4, 8 or 16 frames; every label read from the frames' true timestamps."""
+    rng = random.Random(seed)
+    out: list[PerceptionExample] = []
+    for sample in samples:
+        reader = open_video(sample.video_path)
+        try:
+            d = reader.duration
+            spans = []
+            for e in sample.events[:1]:
+                lo = max(0.0, e.end - cfg.window + 0.5)
+                hi = max(lo, min(e.start - 0.5, d - cfg.window))
+                a = rng.uniform(lo, hi)
+                spans.append((a, a + cfg.window))
+            clear = [(a, a + cfg.window) for a in np.arange(0.0, max(d - cfg.window, 0.0) + 1e-9, cfg.window / 2)
+                     if not any(a < e.end and a + cfg.window > e.start for e in sample.events)]  # fmt: skip
+            if clear:
+                spans.append(rng.choice(clear))
+            for a, b in spans:
+                fr = sample_window(reader, a, b, fps=crop_fps, max_frames=crop_max_frames,
+                                   min_pixels=min_pixels, max_pixels=max_pixels)  # fmt: skip
+                out.append(encode_example(policy, fr.images, fr.timestamps,
+                                          target_sentence(sample, fr.timestamps, "crops")))  # fmt: skip
+            k = rng.choice((4, 8, 16))
+            ov = sample_overview(reader, k, min_pixels=min_pixels, max_pixels=max_pixels, cache=False)
+            out.append(encode_example(policy, ov.images, ov.timestamps, target_sentence(sample, ov.timestamps, "overview")))
+        finally:
+            reader.close()
+    return out
+
+
+def example_loss(policy: HFPolicy, ex: PerceptionExample) -> torch.Tensor:
+    logp = policy.sequence_logprobs(ex.encoded, temperature=1.0)
+    mask = torch.tensor(ex.loss_mask[1:], dtype=torch.float32, device=logp.device)
+    return -masked_mean(logp, mask)
+
+
+def train_perception(policy: HFPolicy, examples: list[PerceptionExample], cfg: PerceptionConfig, *, grad_clip: float = 1.0,
+                     seed: int = 0, log_path: str | Path | None = None, progress: bool = False) -> list[dict]:
+    """``cfg.steps`` AdamW steps of ``cfg.batch`` examples each, reshuffled every pass; rows of
+    ``{"step", "loss"}`` (also appended to ``log_path`` when given)."""
+    if cfg.steps <= 0 or not examples:
+        return []
+    opt = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr, weight_decay=0.0)
+    rng = random.Random(seed)
+    order: list[int] = []
+    rows = []
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=cfg.steps, desc="perception", unit="step")
+    policy.model.train()
+    for step in range(1, cfg.steps + 1):
+        opt.zero_grad()
+        total = 0.0
+        for _ in range(cfg.batch):
+            if not order:
+                order = list(range(len(examples)))
+                rng.shuffle(order)
+            loss = example_loss(policy, examples[order.pop()]) / cfg.batch
+            loss.backward()
+            total += float(loss.detach())
+        torch.nn.utils.clip_grad_norm_(policy.model.parameters(), grad_clip)
+        opt.step()
+        rows.append({"stage": "perception", "step": step, "loss": total})
+        if bar:
+            bar.update(1)
+            bar.set_postfix(loss=f"{total:.3f}")
+    if bar:
+        bar.close()
+    policy.model.eval()
+    if log_path is not None:
+        with open(log_path, "a") as f:
+            f.writelines(json.dumps(r) + "\n" for r in rows)
+    return rows

@@ -1,0 +1,38 @@
+"""A checkpoint's *policy card* (``paravt.json`` beside the weights): the protocol it was trained with.
+
+A policy trained with a forced ``<think>\\n`` prefix, an 8-frame overview and 20-second crops at 0.5 fps
+is evaluated on those settings unless the user asks otherwise: ``paravt eval --policy hf:DIR`` reads the card
+for every option not given on the command line, and ``hf:`` policies force the prefix the card names.
+Released checkpoints have no card; the paper's defaults apply to them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+CARD_NAME = "paravt.json"
+ENV_KEYS = ("frame_budget", "max_turns", "max_parallel", "crop_fps", "crop_max_frames", "min_pixels", "max_pixels",
+            "prompt_mode", "tool_result")  # fmt: skip
+
+
+def write_card(model_dir: str | Path, *, think_prefix: bool, env: dict[str, Any], **extra: Any) -> Path:
+    path = Path(model_dir) / CARD_NAME
+    card = {"think_prefix": bool(think_prefix), "env": {k: env[k] for k in ENV_KEYS if k in env}, **extra}
+    path.write_text(json.dumps(card, indent=2) + "\n")
+    return path
+
+
+def read_card(model_dir: str | Path) -> dict[str, Any]:
+    """The card of a checkpoint directory, or ``{}`` when it has none (or ``model_dir`` is a hub id)."""
+    path = Path(model_dir) / CARD_NAME
+    if not path.is_file():
+        return {}
+    try:
+        card = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from exc
+    if not isinstance(card, dict):
+        raise ValueError(f"{path} must hold a JSON object")
+    return card

@@ -1,0 +1,81 @@
+"""The cold-start teacher: demonstrations a small policy can learn to imitate, decided from what it was shown.
+
+The paper cold-starts from successful parallel tool-use trajectories. On synthetic videos we can write them,
+but an oracle that crops the exact event windows demonstrates something no policy can learn: where an event
+is, when the overview never showed it. This teacher only uses what the agent can know:
+
+- **turn 1**: if an overview frame shows a needle (its timestamp lies inside an event window), it reads the
+  answer off that frame; otherwise it says the overview shows nothing and covers the video with crops of
+  ``window`` seconds (0-20, 20-40, ...), all in one parallel turn: how many depends on the duration written
+  in the prompt, nothing else;
+- **turn 2**: it reads the answer off the crop frames that show the needle.
+
+So the decision to call (the Tool Necessity Gap: at K=64 the overview usually shows the needle, at K=4 it
+rarely does) and the answer (the colour of what is on screen) both follow the pixels. Where the frames show
+no needle the teacher has nothing honest to say, and the episode is dropped (``TeacherMiss``).
+
+The think text names the needle by its colour ("a red shape"), the attribute the tiny task asks about.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from paravt_env.data import VideoQASample
+from paravt_env.protocol import format_tool_call
+
+THINK_OPEN = "<think>\n"
+"""Every teacher turn opens like this: with PARA-GRPO's think prefix the same text is forced as prompt."""
+
+
+class TeacherMiss(Exception):
+    """The frames the agent was shown hold no needle: there is no honest demonstration to write."""
+
+
+def visible_events(sample: VideoQASample, timestamps: Sequence[float]) -> list:
+    """The sample's events that some frame (by its true timestamp) shows."""
+    times = np.asarray(list(timestamps), dtype=np.float64)
+    return [e for e in sample.events if times.size and bool(np.any((times >= e.start) & (times < e.end)))]
+
+
+def coverage_windows(duration: float, window: float, max_calls: int) -> list[tuple[float, float]]:
+    """Consecutive windows of ``window`` seconds from 0 that cover ``duration`` (the last one may overrun the
+    end: the env clamps it), at most ``max_calls`` (then each is widened to share the video equally)."""
+    n = max(1, math.ceil(duration / window - 1e-9))
+    if n > max_calls:
+        n, window = max_calls, math.ceil(duration / max_calls)
+    return [(i * window, (i + 1) * window) for i in range(n)]
+
+
+def describe(event) -> str:
+    """"red shape": the colour, which is what the tiny task asks about (a tiny vision tower tells colours
+    apart long before shapes, and words it cannot ground would only teach it to guess)."""
+    colour = event.attributes.get("colour", "")
+    return f"{colour} shape" if colour else event.label
+
+
+def answer_turn(sample: VideoQASample, seen: list, where: str) -> str:
+    what = ", ".join(f"a {describe(e)}" for e in seen)
+    return f"{THINK_OPEN}The {where} show{'s' if where == 'overview' else ''} {what}.</think>\n<answer>{sample.answer}</answer>"
+
+
+def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration: float, *, window: float,
+               max_calls: int, needed: int = 1) -> str:
+    """Answer from the overview when it shows the needle(s) the question needs, else crop in parallel."""
+    seen = visible_events(sample, overview_times)
+    if len(seen) >= needed:
+        return answer_turn(sample, seen, "overview")
+    windows = coverage_windows(duration, window, max_calls)
+    calls = "\n".join(format_tool_call(a, b) for a, b in windows)
+    return (f"{THINK_OPEN}The overview shows no coloured shape. I will inspect {len(windows)} windows in "
+            f"parallel.</think>\n{calls}")  # fmt: skip
+
+
+def final_turn(sample: VideoQASample, crop_times: Sequence[float], needed: int = 1) -> str:
+    seen = visible_events(sample, crop_times)
+    if len(seen) < needed:
+        raise TeacherMiss(f"the crops of {sample.id} show {len(seen)} of the {needed} needle(s) needed")
+    return answer_turn(sample, seen, "crops")
