@@ -23,7 +23,7 @@ from paravt_env.data import VideoQASample
 from paravt_env.gating import gated_frame_budget
 
 from .config import TrainConfig
-from .perception import build_examples, train_perception
+from .perception import build_examples, example_loss, train_perception
 from .policies.hf import HFPolicy
 from .rollout import Trajectory
 from .sft import run_scripted_episode, sft_loss
@@ -69,9 +69,10 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
     return out, missed
 
 
-def train_sft(policy: HFPolicy, data: list[Trajectory], cfg: TrainConfig, *, progress: bool = False) -> list[dict]:
+def train_sft(policy: HFPolicy, data: list[Trajectory], cfg: TrainConfig, *, rehearsal: list | None = None,
+              progress: bool = False) -> list[dict]:
     """Cross-entropy on the assistant's tokens: ``sft.steps`` AdamW steps of ``sft.batch`` episodes each,
-    reshuffled every pass."""
+    reshuffled every pass, plus ``sft.rehearsal`` perception examples per step from ``rehearsal``."""
     s = cfg.sft
     if s.steps <= 0 or not data:
         return []
@@ -91,6 +92,8 @@ def train_sft(policy: HFPolicy, data: list[Trajectory], cfg: TrainConfig, *, pro
             loss = sft_loss(policy, data[order.pop()]) / s.batch
             loss.backward()
             total += float(loss.detach())
+        for ex in rng.sample(rehearsal, min(s.rehearsal, len(rehearsal))) if rehearsal else []:
+            (example_loss(policy, ex) / s.batch).backward()
         torch.nn.utils.clip_grad_norm_(policy.model.parameters(), cfg.optim.grad_clip)
         opt.step()
         rows.append({"stage": "sft", "step": step, "loss": total})
@@ -114,6 +117,7 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
     rows: list[dict] = []
     summary: dict[str, Any] = {}
     try:
+        examples: list = []
         if cfg.perception.steps > 0:
             e = cfg.env
             examples = build_examples(policy, perception_samples or samples, cfg.perception, crop_fps=e.crop_fps,
@@ -128,7 +132,7 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
             # few hundred episodes by their text; many videos leave it only the pixels to go by.
             data, missed = teacher_episodes(policy, [*samples, *(perception_samples or [])], cfg)
             calls = sum(1 for t in data if t.tool_calls)
-            rows += train_sft(policy, data, cfg, progress=progress)
+            rows += train_sft(policy, data, cfg, rehearsal=examples, progress=progress)
             summary["sft"] = {"episodes": len(data), "dropped": missed, "with_crops": calls, "steps": cfg.sft.steps,
                               "final_loss": _tail_mean(rows, "sft")}  # fmt: skip
     finally:

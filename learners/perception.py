@@ -4,11 +4,14 @@ A random-init tiny Qwen-VL fine-tuned straight on tool-use episodes learns the t
 its vision features collapse to a constant (cosine(real, grey) 0.99999) because the episode text predicts most
 tokens without them. This stage comes first and makes the pixels the only way to lower the loss: short
 sequences of frames from the training videos, the question "What coloured shape do these frames show?", and
-the target sentence the cold-start teacher uses ("The crops show a red star." / "... no coloured shape.").
+the target sentence the cold-start teacher uses ("The crops show a red shape." / "... no coloured shape.").
 Crop-like windows with and without the needle, and overviews of 4-16 frames, labelled by which frames
 really show the needle (by their true timestamps).
 
-It is the cheap analogue of the vision-language pre-training a released checkpoint already has.
+It is the cheap analogue of the vision-language pre-training a released checkpoint already has. Measured
+(tiny Qwen3-VL, 400 videos, 600 steps of 4, lr 5e-4): held-out perception 1.0 in this short format, kept at
+1.0 through the cold start with ``sft.rehearsal=2``. It did not yet carry over to full episodes (the
+answer there stays at chance): the next thing to fix.
 """
 
 from __future__ import annotations

@@ -33,10 +33,10 @@ from paravt_env.paths import cache_dir
 from paravt_env.protocol import parse_response
 from paravt_env.rewards import RewardConfig
 
+from .coldstart import run_cold_start
 from .config import TrainConfig
 from .grpo import clipped_policy_loss, group_advantages, kl_penalty, masked_mean
 from .para_grpo import sequence_advantages, token_anchored_advantages
-from .coldstart import run_cold_start
 from .policies.card import write_card
 from .policies.hf import THINK_PREFIX, HFPolicy
 from .rollout import Trajectory, run_group

@@ -29,9 +29,13 @@ def run(args: argparse.Namespace) -> int:
         if args.steps is not None:
             raise ValueError("--steps applies to the local backend; OpenRLHF runs take train.num_episodes")
         return launch(cfg, resolve_data(cfg), args.out, dry_run=args.dry_run)
-    from learners.trainer import Trainer
+    from pathlib import Path
 
-    trainer = Trainer(cfg, args.out, resume=args.resume, progress=not args.no_progress)
+    from learners.trainer import Trainer, write_heldout
+
+    out = Path(args.out)
+    trainer = Trainer(cfg, out, resume=args.resume, progress=not args.no_progress)
+    heldout = write_heldout(cfg, out)  # before training: the split exists even if the run is interrupted
     try:
         rows = trainer.train(args.steps)
     finally:
@@ -39,4 +43,25 @@ def run(args: argparse.Namespace) -> int:
     last = rows[-1] if rows else {}
     print(f"{args.out}: {len(rows)} steps; last reward {last.get('reward_mean', float('nan')):.3f}, "
           f"format {last.get('format_reward', float('nan')):.3f}, tool calls {last.get('tool_calls_per_rollout', float('nan')):.2f}")  # fmt: skip
+    if heldout:
+        print(evaluate_heldout(out, progress=not args.no_progress), end="")
     return 0
+
+
+def evaluate_heldout(out, progress: bool = True) -> str:
+    """``paravt eval --policy hf:RUN/checkpoint/model --data RUN/heldout --out RUN/eval`` (the checkpoint's
+    policy card supplies the env options), as Markdown."""
+    from benchmarks.evaluation import evaluate, to_markdown
+    from benchmarks.policies import make_agent_factory
+    from paravt_env import load_samples
+    from scripts.eval import eval_options
+
+    spec = f"hf:{out / 'checkpoint' / 'model'}"
+    ns = argparse.Namespace(policy=spec, dispatch="parallel", frame_budget=None, max_turns=None, max_parallel=None,
+                            crop_fps=None, crop_max_frames=None, max_pixels=None, prompt_mode=None, tool_result=None)  # fmt: skip
+    options = eval_options(ns)
+    factory, subagent = make_agent_factory(spec, max_new_tokens=2048, tool_result=options.tool_result)
+    data = out / "heldout"
+    summary = evaluate(load_samples(data), factory, out / "eval", options, progress=progress,
+                       run_config={"policy": spec, "data": str(data)}, subagent=subagent)  # fmt: skip
+    return to_markdown(summary, f"Held-out evaluation: {spec} on {data}")

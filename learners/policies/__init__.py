@@ -18,9 +18,8 @@ def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = 
     from .agent import PolicyAgent, PolicySubAgent
 
     if spec.startswith("hf:"):
-        from .hf import HFPolicy
-
         from .card import read_card
+        from .hf import HFPolicy
 
         # A card (written by our trainer) names the prefix the policy was trained with; released checkpoints
         # have none and get no forced prefix.

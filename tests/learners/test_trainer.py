@@ -9,7 +9,8 @@ from scripts.cli import main  # noqa: E402
 
 KEYS = {"step", "reward_mean", "reward_std", "accuracy", "format_reward", "format_compliance", "tool_calls_per_rollout",
         "parallel_calls_per_turn", "frame_budget_mean", "kl", "loss", "clip_fraction", "entropy", "tokens_per_s", "wall_s"}  # fmt: skip
-FAST = ["sft.steps=10", "sft.episodes=4", "rollout.group_size=3", "rollout.max_new_tokens=48", "data.synth_n=4"]
+FAST = ["sft.steps=10", "sft.episodes=4", "rollout.group_size=3", "rollout.max_new_tokens=48", "data.synth_n=4",
+        "perception.steps=3", "perception.videos=3", "data.heldout_n=2"]
 
 
 @pytest.fixture
@@ -27,6 +28,15 @@ def test_tiny_cpu_runs_then_resumes_without_gaps(tmp_path, cache):
     assert [r["step"] for r in _rows(run)] == [1, 2, 3]
     assert (run / "curves.png").read_bytes()[:4] == b"\x89PNG" and (run / "sft_metrics.jsonl").exists()
     assert (run / "checkpoint" / "model" / "model.safetensors").exists()
+    # the cold start is its own checkpoint (what every arm of a comparison starts from), with a policy card
+    card = json.loads((run / "coldstart" / "model" / "paravt.json").read_text())
+    assert card["think_prefix"] is True and card["env"]["crop_fps"] == 0.5
+    stages = {json.loads(x)["stage"] for x in (run / "sft_metrics.jsonl").read_text().splitlines()}
+    assert stages == {"perception", "sft"}
+    # the held-out split is written and evaluated at the end, as paravt eval writes it
+    assert len((run / "heldout" / "samples.jsonl").read_text().splitlines()) == 2
+    summary = json.loads((run / "eval" / "summary.json").read_text())
+    assert summary["n"] == 2 and 0.0 <= summary["accuracy"] <= 1.0
     assert main(["train", "--recipe", "tiny_cpu", "--steps", "5", "--out", str(run), "--resume", "--no-progress", *FAST]) == 0
     rows = _rows(run)
     assert [r["step"] for r in rows] == [1, 2, 3, 4, 5]

@@ -532,3 +532,24 @@ def test_bad_reset_options(env_samples):
         env.reset(options={"index": 99})
     with pytest.raises(TypeError, match="sample"):
         env.reset(options={"sample": "not a sample"})
+
+
+def test_a_forced_prefix_is_parsed_but_not_scored(env_samples):
+    """The release scores the tokens the policy generated: a `<think>\\n` the prompt forced earns nothing."""
+    oe = next((s for s in env_samples if s.question_type == "oe"), env_samples[0])
+    turn = "<think>\nThe overview shows enough here.</think>\n<answer>" + oe.answer + "</answer>"
+    scores = {}
+    for prefix in ("", "<think>\n"):
+        env = VideoToolEnv(env_samples, EnvConfig(frame_budget=4, response_prefix=prefix))
+        env.reset(options={"sample": oe})
+        _, reward, terminated, _, info = env.step(turn)
+        assert terminated and info["prediction"] == oe.answer
+        scores[prefix] = info["reward_breakdown"]
+        assert env.generated_text() == turn[len(prefix):]
+        env.close()
+    # without its generated <think> the turn loses the think credit, the anchor bonus and the balanced-tag bonus
+    assert scores[""]["format"] == 1.0
+    assert scores["<think>\n"]["format"] == pytest.approx(0.5)
+    assert scores[""]["accuracy"] == scores["<think>\n"]["accuracy"]
+    with pytest.raises(ValueError, match="response_prefix"):
+        EnvConfig(response_prefix=None)

@@ -1,0 +1,40 @@
+"""The cold-start teacher decides from what the agent was shown, never from where the needle is hidden."""
+
+import pytest
+
+from learners.teacher import TeacherMiss, coverage_windows, final_turn, first_turn, visible_events
+from paravt_env.data import VideoQASample
+from paravt_env.data.sample import Event
+from paravt_env.protocol import parse_response
+
+
+def _sample():
+    ev = Event(start=40.0, end=44.0, label="red star", attributes={"colour": "red", "shape": "star"})
+    return VideoQASample(id="s", video_path="v.mp4", question="What colour?", answer="red", question_type="oe",
+                         duration=70.0, events=[ev])  # fmt: skip
+
+
+def test_coverage_windows_cover_the_video_from_the_duration_alone():
+    assert coverage_windows(70.0, 20.0, 5) == [(0, 20.0), (20.0, 40.0), (40.0, 60.0), (60.0, 80.0)]
+    assert coverage_windows(40.0, 20.0, 5) == [(0, 20.0), (20.0, 40.0)]
+    # more windows than calls allowed: fewer, wider windows that still reach the end
+    wide = coverage_windows(200.0, 20.0, 5)
+    assert len(wide) == 5 and wide[-1][1] >= 200.0
+
+
+def test_first_turn_answers_when_the_overview_shows_the_needle_else_crops_in_parallel():
+    s = _sample()
+    assert visible_events(s, [10.0, 41.0, 60.0]) == s.events
+    seen = first_turn(s, [10.0, 41.0, 60.0], 70.0, window=20.0, max_calls=5)
+    assert parse_response(seen).answer == "red" and "red shape" in seen
+    missed = first_turn(s, [8.75, 26.25, 43.9999, 61.25][:2] + [61.25], 70.0, window=20.0, max_calls=5)
+    parsed = parse_response(missed)
+    assert parsed.answer is None and not parsed.problems
+    assert [(c.start_time, c.end_time) for c in parsed.valid_tool_calls] == [(0, 20), (20, 40), (40, 60), (60, 80)]
+
+
+def test_final_turn_reads_the_crops_and_refuses_to_invent_an_answer():
+    s = _sample()
+    assert parse_response(final_turn(s, [38.0, 42.0])).answer == "red"
+    with pytest.raises(TeacherMiss):
+        final_turn(s, [30.0, 36.0, 44.0])  # the event window is [40, 44): 44.0 is already past it
