@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from .config import TrainConfig
 from .perception import build_examples, example_loss, train_perception
 from .policies.hf import HFPolicy
 from .rollout import Trajectory
-from .sft import run_scripted_episode, sft_loss
+from .sft import run_scripted_episode, sft_loss, train_cross_entropy
 from .teacher import TeacherMiss, final_turn, first_turn
 
 logger = logging.getLogger(__name__)
@@ -74,36 +73,9 @@ def train_sft(policy: HFPolicy, data: list[Trajectory], cfg: TrainConfig, *, reh
     """Cross-entropy on the assistant's tokens: ``sft.steps`` AdamW steps of ``sft.batch`` episodes each,
     reshuffled every pass, plus ``sft.rehearsal`` perception examples per step from ``rehearsal``."""
     s = cfg.sft
-    if s.steps <= 0 or not data:
-        return []
-    opt = torch.optim.AdamW(policy.model.parameters(), lr=s.lr, weight_decay=0.0)
-    rng = random.Random(cfg.seed)
-    order: list[int] = []
-    rows = []
-    bar = _bar(s.steps, "sft", progress)
-    policy.model.train()
-    for step in range(1, s.steps + 1):
-        opt.zero_grad()
-        total = 0.0
-        for _ in range(s.batch):
-            if not order:
-                order = list(range(len(data)))
-                rng.shuffle(order)
-            loss = sft_loss(policy, data[order.pop()]) / s.batch
-            loss.backward()
-            total += float(loss.detach())
-        for ex in rng.sample(rehearsal, min(s.rehearsal, len(rehearsal))) if rehearsal else []:
-            (example_loss(policy, ex) / s.batch).backward()
-        torch.nn.utils.clip_grad_norm_(policy.model.parameters(), cfg.optim.grad_clip)
-        opt.step()
-        rows.append({"stage": "sft", "step": step, "loss": total})
-        if bar:
-            bar.update(1)
-            bar.set_postfix(loss=f"{total:.3f}")
-    if bar:
-        bar.close()
-    policy.model.eval()
-    return rows
+    return train_cross_entropy(policy, data, sft_loss, steps=s.steps, batch=s.batch, lr=s.lr,
+                               grad_clip=cfg.optim.grad_clip, seed=cfg.seed, stage="sft", rehearsal=rehearsal or (),
+                               rehearsal_loss=example_loss, rehearse=s.rehearsal, progress=progress)  # fmt: skip
 
 
 def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainConfig, out: str | Path, *,
@@ -146,11 +118,3 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
 def _tail_mean(rows: list[dict], stage: str, n: int = 20) -> float:
     vals = [r["loss"] for r in rows if r["stage"] == stage][-n:]
     return sum(vals) / len(vals) if vals else float("nan")
-
-
-def _bar(total: int, desc: str, enabled: bool):
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="step")

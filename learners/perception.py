@@ -16,10 +16,8 @@ answer there stays at chance): the next thing to fix.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -31,6 +29,7 @@ from paravt_env.video import open_video, sample_overview, sample_window
 from .grpo import masked_mean
 from .policies.base import Message
 from .policies.hf import Encoded, HFPolicy
+from .sft import train_cross_entropy
 from .teacher import describe, visible_events
 
 QUESTION = "What coloured shape do these frames show?"
@@ -124,42 +123,9 @@ def example_loss(policy: HFPolicy, ex: PerceptionExample) -> torch.Tensor:
     return -masked_mean(logp, mask)
 
 
-def train_perception(policy: HFPolicy, examples: list[PerceptionExample], cfg: PerceptionConfig, *, grad_clip: float = 1.0,
-                     seed: int = 0, log_path: str | Path | None = None, progress: bool = False) -> list[dict]:
+def train_perception(policy: HFPolicy, examples: list[PerceptionExample], cfg: PerceptionConfig, *,
+                     grad_clip: float = 1.0, seed: int = 0, progress: bool = False) -> list[dict]:
     """``cfg.steps`` AdamW steps of ``cfg.batch`` examples each, reshuffled every pass; rows of
-    ``{"step", "loss"}`` (also appended to ``log_path`` when given)."""
-    if cfg.steps <= 0 or not examples:
-        return []
-    opt = torch.optim.AdamW(policy.model.parameters(), lr=cfg.lr, weight_decay=0.0)
-    rng = random.Random(seed)
-    order: list[int] = []
-    rows = []
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=cfg.steps, desc="perception", unit="step")
-    policy.model.train()
-    for step in range(1, cfg.steps + 1):
-        opt.zero_grad()
-        total = 0.0
-        for _ in range(cfg.batch):
-            if not order:
-                order = list(range(len(examples)))
-                rng.shuffle(order)
-            loss = example_loss(policy, examples[order.pop()]) / cfg.batch
-            loss.backward()
-            total += float(loss.detach())
-        torch.nn.utils.clip_grad_norm_(policy.model.parameters(), grad_clip)
-        opt.step()
-        rows.append({"stage": "perception", "step": step, "loss": total})
-        if bar:
-            bar.update(1)
-            bar.set_postfix(loss=f"{total:.3f}")
-    if bar:
-        bar.close()
-    policy.model.eval()
-    if log_path is not None:
-        with open(log_path, "a") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
-    return rows
+    ``{"stage": "perception", "step", "loss"}``."""
+    return train_cross_entropy(policy, examples, example_loss, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
+                               grad_clip=grad_clip, seed=seed, stage="perception", progress=progress)  # fmt: skip

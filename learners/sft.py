@@ -1,41 +1,25 @@
-"""SFT cold start: supervised fine-tuning on tool-use trajectories, and a generator of oracle trajectories.
+"""SFT: scripted episodes in token space, and the cross-entropy training loop of the cold-start stages.
 
-The paper cold-starts PARA-GRPO from a model fine-tuned on successful parallel tool-use trajectories. The
-tiny stand-in: on synthetic videos the sample records where its events are, so an oracle writes the ideal
-episode — think, crop every event window in one parallel turn, then think and answer — and the env really
-executes it (real crops, real frames). The episode is tokenised exactly like a policy rollout
-(``learners.rollout``), and the loss is next-token cross-entropy on the assistant's tokens only.
+The paper cold-starts PARA-GRPO from a model fine-tuned on successful parallel tool-use trajectories. Here a
+script (``learners.teacher``) writes the turns and the env really executes them (real crops, real frames);
+the episode is tokenised exactly like a policy rollout (``learners.rollout``), and the loss is next-token
+cross-entropy on the assistant's tokens only. ``train_cross_entropy`` is the loop both cold-start stages
+(perception, SFT) run.
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-
-from paravt_env.data import VideoQASample
-from paravt_env.protocol import format_tool_call
 
 from .grpo import masked_mean
 from .policies.agent import observation_message
 from .policies.base import Generation, Message
 from .policies.hf import HFPolicy
 from .rollout import Trajectory, _Builder
-
-
-def oracle_turns(sample: VideoQASample, max_parallel: int = 5) -> list[str]:
-    """The ideal episode's turns: all event windows cropped at once, then the answer."""
-    events = sorted(sample.events, key=lambda e: e.start)[:max_parallel]
-    if not events:
-        return [f"<think>The overview is enough to answer.</think>\n<answer>{sample.answer}</answer>"]
-    windows = [(max(0.0, e.start - 1.0), e.end + 1.0) for e in events]
-    where = ", ".join(f"{a:.1f}-{b:.1f} s" for a, b in windows)
-    first = (f"<think>The overview may miss short events. I will inspect {len(windows)} windows in parallel: "
-             f"{where}.</think>\n" + "\n".join(format_tool_call(a, b) for a, b in windows))  # fmt: skip
-    labels = ", ".join(e.label for e in events)
-    second = f"<think>The crops show {labels}.</think>\n<answer>{sample.answer}</answer>"
-    return [first, second]
 
 
 def run_scripted_episode(
@@ -78,3 +62,52 @@ def sft_loss(policy: HFPolicy, trajectory: Trajectory, model: Any = None) -> tor
     logp = policy.sequence_logprobs(trajectory.encoded, model=model, temperature=1.0)
     mask = torch.tensor(trajectory.loss_mask[1:], dtype=torch.float32, device=logp.device)
     return -masked_mean(logp, mask)
+
+
+def progress_bar(total: int, desc: str, enabled: bool, initial: int = 0):
+    """A tqdm bar in steps, or None when progress is off."""
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit="step")
+
+
+def train_cross_entropy(
+    policy: HFPolicy, items: Sequence[Any], loss: Callable[[HFPolicy, Any], torch.Tensor], *, steps: int, batch: int,
+    lr: float, grad_clip: float, seed: int, stage: str, rehearsal: Sequence[Any] = (),
+    rehearsal_loss: Callable[[HFPolicy, Any], torch.Tensor] | None = None, rehearse: int = 0, progress: bool = False,
+) -> list[dict]:
+    """``steps`` AdamW steps (no weight decay), each accumulating ``batch`` items of ``items`` (reshuffled every
+    pass) plus ``rehearse`` items drawn from ``rehearsal``; returns ``{"stage", "step", "loss"}`` rows (the
+    loss of ``items`` only). The model is left in eval mode."""
+    if steps <= 0 or not items:
+        return []
+    opt = torch.optim.AdamW(policy.model.parameters(), lr=lr, weight_decay=0.0)
+    rng = random.Random(seed)
+    order: list[int] = []
+    rows = []
+    bar = progress_bar(steps, stage, progress)
+    policy.model.train()
+    for step in range(1, steps + 1):
+        opt.zero_grad()
+        total = 0.0
+        for _ in range(batch):
+            if not order:
+                order = list(range(len(items)))
+                rng.shuffle(order)
+            value = loss(policy, items[order.pop()]) / batch
+            value.backward()
+            total += float(value.detach())
+        for extra in rng.sample(list(rehearsal), min(rehearse, len(rehearsal))) if rehearsal else []:
+            (rehearsal_loss(policy, extra) / batch).backward()
+        torch.nn.utils.clip_grad_norm_(policy.model.parameters(), grad_clip)
+        opt.step()
+        rows.append({"stage": stage, "step": step, "loss": total})
+        if bar:
+            bar.update(1)
+            bar.set_postfix(loss=f"{total:.3f}")
+    if bar:
+        bar.close()
+    policy.model.eval()
+    return rows

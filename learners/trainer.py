@@ -40,6 +40,7 @@ from .para_grpo import sequence_advantages, token_anchored_advantages
 from .policies.card import write_card
 from .policies.hf import THINK_PREFIX, HFPolicy
 from .rollout import Trajectory, run_group
+from .sft import progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -337,9 +338,7 @@ class Trainer:
             for f in Path(source).iterdir():
                 if f.is_file() and not f.name.startswith(("model", "config.json", "generation_config")):
                     shutil.copy2(f, target / f.name)
-        env = asdict(self.cfg.env)
-        env["frame_budget"] = self.cfg.env.frame_budget
-        write_card(target, think_prefix=uses_think_prefix(self.cfg), env=env, algorithm=self.cfg.algorithm)
+        write_card(target, think_prefix=uses_think_prefix(self.cfg), env=asdict(self.cfg.env), algorithm=self.cfg.algorithm)
 
     def save(self) -> None:
         tmp = self.out / "checkpoint.tmp"
@@ -380,7 +379,7 @@ class Trainer:
         if self.cfg.grpo.kl_coef > 0:
             self._reference()
         rows = [json.loads(x) for x in self.metrics_path.read_text().splitlines()] if self.metrics_path.exists() else []
-        bar = _bar(total, "train", self.progress, initial=self.step)
+        bar = progress_bar(total, "train", self.progress, initial=self.step)
         try:
             while self.step < total:
                 row = self.rl_step()
@@ -449,14 +448,6 @@ class MetricSinks:
             self.tb.close()
         if self.wandb is not None:
             self.wandb.finish()
-
-
-def _bar(total: int, desc: str, enabled: bool, initial: int = 0):
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=initial, desc=desc, unit="step")
 
 
 def config_summary(cfg: TrainConfig) -> str:

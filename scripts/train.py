@@ -57,9 +57,7 @@ def evaluate_heldout(out, progress: bool = True) -> str:
     from scripts.eval import eval_options
 
     spec = f"hf:{out / 'checkpoint' / 'model'}"
-    ns = argparse.Namespace(policy=spec, dispatch="parallel", frame_budget=None, max_turns=None, max_parallel=None,
-                            crop_fps=None, crop_max_frames=None, max_pixels=None, prompt_mode=None, tool_result=None)  # fmt: skip
-    options = eval_options(ns)
+    options = eval_options(spec)
     factory, subagent = make_agent_factory(spec, max_new_tokens=2048, tool_result=options.tool_result)
     data = out / "heldout"
     summary = evaluate(load_samples(data), factory, out / "eval", options, progress=progress,
