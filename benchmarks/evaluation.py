@@ -75,6 +75,39 @@ class EvalOptions:
         )
 
 
+OPTION_KEYS = ("frame_budget", "max_turns", "max_parallel", "crop_fps", "crop_max_frames", "max_pixels",
+               "prompt_mode", "tool_result")  # fmt: skip
+"""Env options that default to the checkpoint's policy card, then to the paper's values."""
+
+
+def policy_card(spec: str) -> dict:
+    """The policy card of an ``hf:DIR`` checkpoint trained here (``{}`` for anything else)."""
+    if not spec.startswith("hf:"):
+        return {}
+    from learners.policies.card import read_card
+
+    path = Path(spec[3:])
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint directory {path} does not exist (policy {spec})")
+    return read_card(path)
+
+
+def eval_options(policy: str, dispatch: str = "parallel", **given) -> EvalOptions:
+    """Options given (None: not given), then the checkpoint's card, then the paper's eval defaults."""
+    unknown = sorted(set(given) - set(OPTION_KEYS))
+    if unknown:
+        raise TypeError(f"unknown eval option(s) {unknown}; known: {list(OPTION_KEYS)}")
+    card = policy_card(policy)
+    trained = card.get("env", {})
+    defaults = EvalOptions()
+    pick = {}
+    for key in OPTION_KEYS:
+        value = given.get(key)
+        pick[key] = value if value is not None else trained.get(key, getattr(defaults, key))
+    pick["min_pixels"] = min(trained.get("min_pixels", defaults.min_pixels), pick["max_pixels"])
+    return EvalOptions(dispatch=dispatch, response_prefix="<think>\n" if card.get("think_prefix") else "", **pick)
+
+
 def grounding_span(text: str) -> tuple[float, float] | None:
     """A time span in an answer: ``[s, e]`` / ``s, e`` (the reward's form) or ``s - e seconds``."""
     from paravt_env.rewards import parse_span

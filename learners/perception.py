@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from paravt_env.data import VideoQASample
+from paravt_env.env import ANSWER_FORMATS
 from paravt_env.protocol import IMAGE_PLACEHOLDER
 from paravt_env.video import open_video, sample_overview, sample_window
 
@@ -52,6 +53,9 @@ class PerceptionConfig:
     seed, ``min_duration``-``max_duration`` s): many videos, so the model cannot memorise one per answer."""
     min_duration: float = 20.0
     max_duration: float = 40.0
+    answers: bool = True
+    """Also train the sample's question answered in ``<answer>`` tags on frames that show its events (see
+    ``answer_example``)."""
 
 
 @dataclass
@@ -73,9 +77,9 @@ def target_sentence(sample: VideoQASample, times, where: str) -> str:
     return f"The {where} {verb} " + ", ".join(f"a {describe(e)}" for e in seen) + "."
 
 
-def encode_example(policy: HFPolicy, frames, times, target: str) -> PerceptionExample:
+def encode_example(policy: HFPolicy, frames, times, target: str, user: Message | None = None) -> PerceptionExample:
     """One user turn (frames, then the question) and the assistant's target, loss on the target only."""
-    user = Message("user", _frames_text(times) + "\n" + QUESTION, list(frames))
+    user = user or Message("user", _frames_text(times) + "\n" + QUESTION, list(frames))
     prompt = policy.render([user], add_generation_prompt=True)
     reply = target + "<|im_end|>\n"
     enc = policy._encode_text(prompt + reply, list(frames))
@@ -84,10 +88,25 @@ def encode_example(policy: HFPolicy, frames, times, target: str) -> PerceptionEx
     return PerceptionExample(enc, mask, target)
 
 
+def answer_example(policy: HFPolicy, sample: VideoQASample, frames, times) -> PerceptionExample | None:
+    """The sample's own question on these frames, answered in the episode's answer form
+    (``<answer>red</answer>``), when the frames show every event of the sample (else it is not answerable
+    from them): the pixels-to-answer-token mapping, learnt where it is cheap (the teacher's think text names
+    the colour, but a 2-layer model copies " red" into ``<answer>red`` only slowly; measured: the think colour
+    was right under teacher forcing, the answer token at chance)."""
+    if not sample.events or len(visible_events(sample, times)) < len(sample.events):
+        return None
+    question = sample.question_with_options() + "\n" + ANSWER_FORMATS[sample.question_type]
+    user = Message("user", _frames_text(times) + "\n" + question, list(frames))
+    return encode_example(policy, frames, times, f"<answer>{sample.answer}</answer>", user=user)
+
+
 def build_examples(policy: HFPolicy, samples: list[VideoQASample], cfg: PerceptionConfig, *, crop_fps: float,
                    crop_max_frames: int, min_pixels: int, max_pixels: int, seed: int = 0) -> list[PerceptionExample]:
     """Per video: a crop-like window holding the needle, one without it (when the video has room), and an
-    overview of 4, 8 or 16 frames; every label read from the frames' true timestamps."""
+    overview of 4, 8 or 16 frames; every label read from the frames' true timestamps. With
+    ``cfg.answers``, each of them that shows the sample's events also yields an answer example."""
+    answers = cfg.answers
     rng = random.Random(seed)
     out: list[PerceptionExample] = []
     for sample in samples:
@@ -109,12 +128,16 @@ def build_examples(policy: HFPolicy, samples: list[VideoQASample], cfg: Percepti
                                    min_pixels=min_pixels, max_pixels=max_pixels)  # fmt: skip
                 out.append(encode_example(policy, fr.images, fr.timestamps,
                                           target_sentence(sample, fr.timestamps, "crops")))  # fmt: skip
+                if answers:
+                    out.append(answer_example(policy, sample, fr.images, fr.timestamps))
             k = rng.choice((4, 8, 16))
             ov = sample_overview(reader, k, min_pixels=min_pixels, max_pixels=max_pixels, cache=False)
             out.append(encode_example(policy, ov.images, ov.timestamps, target_sentence(sample, ov.timestamps, "overview")))
+            if answers:
+                out.append(answer_example(policy, sample, ov.images, ov.timestamps))
         finally:
             reader.close()
-    return out
+    return [ex for ex in out if ex is not None]
 
 
 def example_loss(policy: HFPolicy, ex: PerceptionExample) -> torch.Tensor:

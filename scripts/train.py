@@ -54,7 +54,7 @@ def evaluate_heldout(out, progress: bool = True) -> str:
     from benchmarks.evaluation import evaluate, to_markdown
     from benchmarks.policies import make_agent_factory
     from paravt_env import load_samples
-    from scripts.eval import eval_options
+    from benchmarks.evaluation import eval_options
 
     spec = f"hf:{out / 'checkpoint' / 'model'}"
     options = eval_options(spec)

@@ -3,7 +3,7 @@
 import pytest
 
 from learners.policies.card import read_card, write_card
-from scripts.eval import eval_options
+from benchmarks.evaluation import eval_options
 
 
 def test_card_round_trip_and_eval_precedence(tmp_path):
