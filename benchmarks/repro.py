@@ -122,8 +122,10 @@ def _diff(a: tuple[float, float, int], b: tuple[float, float, int]) -> str:
     (ma, sa, na), (mb, sb, nb) = a, b
     if not na or not nb or math.isnan(ma) or math.isnan(mb):
         return "not measured"
+    if ma == mb:
+        return "equal"
     if na < 2 or nb < 2:
-        return "higher (one seed)" if ma > mb else "lower (one seed)" if ma < mb else "equal"
+        return "higher (one seed)" if ma > mb else "lower (one seed)"
     if abs(ma - mb) <= max(sa, sb):
         return "within seed spread"
     return "higher" if ma > mb else "lower"
@@ -159,8 +161,8 @@ def directions(arms: dict[str, Any]) -> list[tuple[str, str, str]]:
             status = "not measured"
         elif verdict.startswith("higher"):
             status = "reproduced" + (" (one seed)" if "one seed" in verdict else "")
-        elif verdict == "within seed spread":
-            status = "not resolved at this scale (difference within the seed spread)"
+        elif verdict in ("within seed spread", "equal"):
+            status = "not resolved at this scale (no difference beyond the seed spread)"
         else:
             status = "NOT reproduced (opposite direction" + (", one seed)" if "one seed" in verdict else ")")
         out.append((claim, f"{_fmt(ours)} vs {_fmt(ref)}", status))

@@ -195,6 +195,46 @@ def probe_perception(policy: HFPolicy, samples: Sequence[VideoQASample], cfg: Pr
     return summarise(rows, overview, cfg)
 
 
+def sample_tool_use(policy: HFPolicy, samples: Sequence[VideoQASample], env: EnvConfig, *,
+                    temperature: float = 1.0, max_new_tokens: int = 160, seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """Whole episodes at ``temperature`` (the RL sampling regime): κ (executed crops per episode), calls per
+    calling turn, the share of turns that parse without a problem, the share of episodes that end in an
+    answer, and accuracy. Tells whether the policy *writes* parallel calls the env can run."""
+    from paravt_env.protocol import parse_response
+
+    from .policies.agent import PolicyAgent
+
+    torch.manual_seed(seed)
+    vt = VideoToolEnv(list(samples), replace(env, tool_result="frames", subagent=None))
+    saved = policy.temperature, policy.max_new_tokens
+    policy.temperature, policy.max_new_tokens = temperature, max_new_tokens
+    kappa, calls, turns_ok, answered, correct = [], [], [], [], []
+    try:
+        for s in samples:
+            obs, info = vt.reset(options={"sample": s})
+            agent = PolicyAgent(policy)
+            agent.reset(obs, info)
+            done, info = False, {}
+            while not done:
+                text = agent.act(obs)
+                parsed = parse_response(text)
+                turns_ok.append(float(not parsed.problems))
+                if parsed.valid_tool_calls:
+                    calls.append(len(parsed.valid_tool_calls))
+                obs, _, term, trunc, info = vt.step(text)
+                done = term or trunc
+            kappa.append(info["executed_tool_calls"])
+            answered.append(float(bool(info["prediction"])))
+            correct.append(_correct(agent.conversation[-1].text, s))
+    finally:
+        policy.temperature, policy.max_new_tokens = saved
+        vt.close()
+    return {"episodes": len(kappa), "temperature": temperature, "kappa": float(np.mean(kappa)),
+            "calls_per_calling_turn": float(np.mean(calls)) if calls else 0.0,
+            "calling_turns": len(calls), "well_formed_turns": float(np.mean(turns_ok)),
+            "answered": float(np.mean(answered)), "accuracy": float(np.mean(correct))}  # fmt: skip
+
+
 def summarise(rows: list[dict[str, Any]], overview: dict[str, float], cfg: ProbeConfig) -> dict[str, Any]:
     def mean(values) -> float:
         values = [v for v in values if not math.isnan(v)]
@@ -250,6 +290,12 @@ def to_markdown(summary: dict[str, Any]) -> str:
         + (f"; gap {tn['gap']:+.3f}" if "gap" in tn else "")
         + f"; with the oracle crop {tn['oracle_crops']:.3f}.",
     ]
+    if "sampling" in summary:
+        t = summary["sampling"]
+        lines += ["", f"Sampled episodes (temperature {t['temperature']:g}, {t['episodes']} episodes): κ {t['kappa']:.2f} "
+                  f"crops per episode, {t['calls_per_calling_turn']:.2f} calls per calling turn ({t['calling_turns']} "
+                  f"calling turns), well-formed turns {t['well_formed_turns']:.3f}, episodes ending in an answer "
+                  f"{t['answered']:.3f}, accuracy {t['accuracy']:.3f}."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 

@@ -2,7 +2,8 @@
 
 Accuracy after an oracle crop with the crop frames right, grey, or another video's; how far the next-token
 distribution moves when only the pixels change; and the Tool Necessity Gap (answers from the overview
-alone at K=4 and K=64). See ``learners.probe``.
+alone at K=4 and K=64); then whole episodes sampled at temperature 1: κ, calls per calling turn, share of
+well-formed turns. See ``learners.probe``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--limit", type=int, default=None, help="only the first N samples")
     p.add_argument("--window", type=float, default=20.0, help="oracle crop length in seconds (default 20)")
     p.add_argument("--budgets", default="4,64", help="overview budgets for the Tool Necessity Gap (default 4,64)")
+    p.add_argument("--temperature", type=float, default=1.0,
+                   help="also sample whole episodes at this temperature: κ, calls per turn, well-formed turns "
+                        "(default 1.0, the RL regime; 0 skips them)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON (per-sample rows included)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
@@ -47,7 +51,7 @@ def load_checkpoint(spec: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    from learners.probe import ProbeConfig, probe_perception, to_markdown
+    from learners.probe import ProbeConfig, probe_perception, sample_tool_use, to_markdown
     from paravt_env import load_samples
 
     try:
@@ -62,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
     policy, env = load_checkpoint(args.checkpoint)
     cfg = ProbeConfig(env=env, window=args.window, overview_budgets=budgets)
     summary = probe_perception(policy, samples, cfg, progress=not args.no_progress)
+    if args.temperature > 0:
+        summary["sampling"] = sample_tool_use(policy, samples, env, temperature=args.temperature)
     if args.json:
         json.dump(summary, sys.stdout, indent=2)
         print()

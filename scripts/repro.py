@@ -1,0 +1,76 @@
+"""``paravt repro --out DIR``: the paper's training comparison at CPU scale, resumable.
+
+data -> perception -> cold start (once) -> every arm (vanilla GRPO, PARA-GRPO, EA only, gating only) for each
+seed -> each final policy evaluated on the held-out videos with parallel and sequential dispatch ->
+``DIR/report.md``, ``DIR/report.png``, ``DIR/report.json``. Rerun the same command to resume; ``--report-only``
+rewrites the report from what is on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+
+def add_parser(sub, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    p.add_argument("--out", required=True, help="run directory (rerun with the same --out to resume)")
+    p.add_argument("--recipe", default="tiny_cpu", help="shared recipe (default tiny_cpu)")
+    p.add_argument("--arms", default="vanilla_grpo,para_grpo,ea_only,gating_only",
+                   help="comma-separated arms (default: all four)")
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated RL seeds (default 0,1,2)")
+    p.add_argument("--steps", type=int, default=None, help="RL steps per arm (default: the recipe's)")
+    p.add_argument("--eval-limit", type=int, default=None, help="held-out samples per evaluation (default all)")
+    p.add_argument("--report-only", action="store_true", help="only rewrite the report from finished runs")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides for every stage and arm")
+    p.set_defaults(func=run)
+
+
+def _ints(text: str, what: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--{what} must be comma-separated integers, got {text!r}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from benchmarks.repro import coldstart_summary, evaluate_coldstart, evaluate_run, write_report
+    from learners.repro import ReproConfig, run_training
+
+    if args.steps is not None and args.steps < 1:
+        raise ValueError(f"--steps must be at least 1, got {args.steps}")
+    if args.eval_limit is not None and args.eval_limit < 1:
+        raise ValueError(f"--eval-limit must be at least 1, got {args.eval_limit}")
+    cfg = ReproConfig(recipe=args.recipe, arms=tuple(a.strip() for a in args.arms.split(",") if a.strip()),
+                      seeds=_ints(args.seeds, "seeds"), steps=args.steps, overrides=tuple(args.overrides),
+                      eval_limit=args.eval_limit)  # fmt: skip
+    out = Path(args.out)
+    progress = not args.no_progress
+    timing_path = out / "wall_s.json"
+    wall = json.loads(timing_path.read_text()) if timing_path.is_file() else {}
+
+    def timed(key: str, fn, *a):
+        t0 = time.perf_counter()
+        result = fn(*a)
+        wall[key] = wall.get(key, 0.0) + time.perf_counter() - t0
+        timing_path.write_text(json.dumps(wall, indent=2) + "\n")
+        return result
+
+    if not args.report_only:
+        def after_arm(arm: str, seed: int, run_dir: Path) -> None:
+            heldout = out / "coldstart" / "heldout"
+            for d in cfg.dispatch:
+                timed("evaluation", evaluate_run, run_dir, heldout, d, cfg.eval_limit, progress)
+            write_report(out, cfg, coldstart_summary(out), wall)  # a partial report after every run
+
+        t0 = time.perf_counter()
+        run_training(cfg, out, progress=progress, on_arm=after_arm)
+        wall["total (this invocation)"] = time.perf_counter() - t0
+        timed("evaluation", evaluate_coldstart, out, cfg, progress)
+    elif not (out / "repro.json").is_file():
+        raise FileNotFoundError(f"{out} holds no repro run (no repro.json)")
+    print(write_report(out, cfg, coldstart_summary(out), wall), end="")
+    return 0
