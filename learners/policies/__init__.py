@@ -18,14 +18,16 @@ def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = 
     from .agent import PolicyAgent, PolicySubAgent
 
     if spec.startswith("hf:"):
-        from .card import read_card
+        from .card import read_card, trained_pixels
         from .hf import HFPolicy
 
-        # A card (written by our trainer) names the prefix the policy was trained with; released checkpoints
-        # have none and get no forced prefix.
-        think = bool(read_card(spec[3:]).get("think_prefix", False))
+        # A card (written by our trainer) names the prefix the policy was trained with and the pixel budget
+        # its image processor ran at: a frame the env gives at 112 px is 3x3 merged tokens under the trained
+        # budget but 4x4 under the processor's default, which the policy has never seen. Released checkpoints
+        # have no card: no forced prefix, their processor's own budget.
         policy = HFPolicy.from_pretrained(spec[3:], device="auto", max_new_tokens=max_new_tokens, temperature=0.0,
-                                          think_prefix=think)  # fmt: skip
+                                          think_prefix=bool(read_card(spec[3:]).get("think_prefix", False)),
+                                          **trained_pixels(spec[3:]))  # fmt: skip
     elif spec.startswith("openai:"):
         from .remote import OpenAIPolicy
 

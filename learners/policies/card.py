@@ -36,3 +36,10 @@ def read_card(model_dir: str | Path) -> dict[str, Any]:
     if not isinstance(card, dict):
         raise ValueError(f"{path} must hold a JSON object")
     return card
+
+
+def trained_pixels(model_dir: str | Path) -> dict[str, int]:
+    """``min_pixels`` / ``max_pixels`` the checkpoint's image processor ran at in training (``{}`` without a
+    card): an ``HFPolicy`` of it must process frames at the same budget to see them as it was trained to."""
+    env = read_card(model_dir).get("env", {})
+    return {k: int(env[k]) for k in ("min_pixels", "max_pixels") if env.get(k) is not None}

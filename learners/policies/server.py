@@ -138,7 +138,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def serve(model: str, host: str = "127.0.0.1", port: int = 8000, ready=print) -> None:
-    policy = HFPolicy.from_pretrained(model, device="auto", temperature=0.0)
+    from .card import trained_pixels
+
+    # A checkpoint trained here is served at its trained pixel budget (its card); others at their own.
+    policy = HFPolicy.from_pretrained(model, device="auto", temperature=0.0, **trained_pixels(model))
     server = PolicyServer((host, port), policy, model)
     ready(f"paravt serve: {model} listening on http://{server.server_address[0]}:{server.server_address[1]}")
     try:

@@ -24,3 +24,21 @@ def test_card_round_trip_and_eval_precedence(tmp_path):
 def test_missing_checkpoint_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         eval_options(f"hf:{tmp_path / 'nope'}")
+
+
+def test_hf_policy_runs_its_image_processor_at_the_trained_pixel_budget(tiny_qwen3):
+    """A 112 px frame is 3x3 merged tokens at the tiny recipe's budget (12544) but 4x4 at the processor's default:
+    the evaluated policy must see frames as it saw them in training."""
+    import numpy as np
+
+    from learners.policies import agent_for_spec
+
+    frame = np.zeros((112, 112, 3), np.uint8)
+    make, _ = agent_for_spec(f"hf:{tiny_qwen3}")
+    assert make().policy._encode_text("<|image_pad|>", [frame]).image_grid_thw.tolist() == [[1, 8, 8]]
+    write_card(tiny_qwen3, think_prefix=False, env={"min_pixels": 784, "max_pixels": 12544})
+    try:
+        make, _ = agent_for_spec(f"hf:{tiny_qwen3}")
+        assert make().policy._encode_text("<|image_pad|>", [frame]).image_grid_thw.tolist() == [[1, 6, 6]]
+    finally:
+        (tiny_qwen3 / "paravt.json").unlink()
