@@ -8,10 +8,11 @@ the target sentence the cold-start teacher uses ("The crops show a red shape." /
 Crop-like windows with and without the needle, and overviews of 4-16 frames, labelled by which frames
 really show the needle (by their true timestamps).
 
-It is the cheap analogue of the vision-language pre-training a released checkpoint already has. Measured
-(tiny Qwen3-VL, 400 videos, 600 steps of 4, lr 5e-4): held-out perception 1.0 in this short format, kept at
-1.0 through the cold start with ``sft.rehearsal=2``. It did not yet carry over to full episodes (the
-answer there stays at chance): the next thing to fix.
+It is the cheap analogue of the vision-language pre-training a released checkpoint already has. With
+``answers`` on, frames that show the sample's events also get the sample's own question answered in
+``<answer>`` tags, so the pixels-to-answer-token mapping is learnt here too. Measured (tiny Qwen3-VL, 400
+videos, 600 steps of 4, lr 5e-4, then the cold start): ``paravt probe perception`` accuracy 0.98 with the
+right crops, 0.25 with grey ones, and answers that follow another video's crops 83 % of the time.
 """
 
 from __future__ import annotations
