@@ -4,6 +4,8 @@ is an error that names it. ``key=value`` overrides use dotted paths (``grpo.kl_c
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,14 +180,72 @@ def _build(cls, data: dict[str, Any], where: str):
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ValueError(f"unknown recipe key(s) {[f'{where}{k}' for k in unknown]}; known in {where or 'top level'}: {sorted(fields)}")
+    hints = typing.get_type_hints(cls)
     kwargs = {}
     for name, value in data.items():
         default = fields[name].default_factory() if fields[name].default_factory is not dataclasses.MISSING else None
         if dataclasses.is_dataclass(default):
             kwargs[name] = _build(type(default), value or {}, f"{where}{name}.")
         else:
-            kwargs[name] = value
+            kwargs[name] = _typed(value, hints[name], f"{where}{name}")
     return cls(**kwargs)
+
+
+def _typed(value: Any, hint: Any, key: str) -> Any:
+    """``value`` checked against the field's annotation (and ints widened to float, lists to tuples): a wrong
+    type is an error naming the key, the type expected and the value, before any work starts."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _typed(value, arg, key)
+            except ValueError as exc:
+                errors.append(exc)
+        raise errors[0]
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"recipe key {key} must be a list ({_name(hint)}), got {value!r}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_typed(v, args[0], key) for v in value)
+        if len(value) != len(args):
+            raise ValueError(f"recipe key {key} must hold {len(args)} values ({_name(hint)}), got {value!r}")
+        return tuple(_typed(v, a, key) for v, a in zip(value, args, strict=True))
+    if hint is bool:
+        ok = isinstance(value, bool)
+    elif hint is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif hint is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        value = float(value) if ok else value
+    elif hint is str:
+        ok = isinstance(value, str)
+    else:  # Any and anything else: left to the dataclass
+        ok = True
+    if not ok:
+        raise ValueError(f"recipe key {key} must be {_name(hint)}, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _name(hint: Any) -> str:
+    if typing.get_origin(hint) is None and hasattr(hint, "__name__"):
+        return hint.__name__
+    return str(hint).replace("typing.", "")
+
+
+def check_counts(cfg: TrainConfig) -> None:
+    """Counts that cannot be negative (or zero) are refused, naming the key."""
+    rules = {"steps": (cfg.steps, 0), "save_every": (cfg.save_every, 1), "sft.steps": (cfg.sft.steps, 0),
+             "sft.episodes": (cfg.sft.episodes, 0), "sft.batch": (cfg.sft.batch, 1),
+             "perception.steps": (cfg.perception.steps, 0), "perception.batch": (cfg.perception.batch, 1),
+             "rollout.group_size": (cfg.rollout.group_size, 1), "rollout.prompts_per_step": (cfg.rollout.prompts_per_step, 1),
+             "rollout.max_new_tokens": (cfg.rollout.max_new_tokens, 1), "env.frame_budget": (cfg.env.frame_budget, 1),
+             "env.max_turns": (cfg.env.max_turns, 1), "env.max_parallel": (cfg.env.max_parallel, 1)}  # fmt: skip
+    for key, (value, least) in rules.items():
+        if value < least:
+            raise ValueError(f"recipe key {key} must be at least {least}, got {value}")
 
 
 def _parse_value(text: str) -> Any:
@@ -216,4 +276,6 @@ def load_recipe(name_or_path: str, overrides: list[str] | None = None) -> TrainC
         for part in parts[:-1]:
             node = node.setdefault(part, {})
         node[parts[-1]] = _parse_value(value)
-    return _build(TrainConfig, data, "")
+    cfg = _build(TrainConfig, data, "")
+    check_counts(cfg)
+    return cfg

@@ -37,7 +37,7 @@ from .coldstart import run_cold_start
 from .config import TrainConfig
 from .grpo import clipped_policy_loss, group_advantages, kl_penalty, masked_mean
 from .para_grpo import sequence_advantages, token_anchored_advantages
-from .policies.card import write_card
+from .policies.card import CARD_NAME, write_card
 from .policies.hf import THINK_PREFIX, HFPolicy
 from .rollout import Trajectory, run_group
 from .sft import progress_bar
@@ -92,7 +92,12 @@ def write_heldout(cfg: TrainConfig, out: Path):
 
 def resolve_model_path(cfg: TrainConfig) -> Path | str:
     if cfg.model.path:
-        return cfg.model.path
+        path = Path(cfg.model.path).expanduser()
+        # "org/name" is a hub id; an absolute or ./-relative path, or one with more parts, is a directory.
+        local = path.is_absolute() or cfg.model.path.startswith((".", "~")) or len(path.parts) > 2
+        if local and not path.is_dir():
+            raise FileNotFoundError(f"model.path {cfg.model.path} is not a checkpoint directory (it does not exist)")
+        return str(path) if local else cfg.model.path
     from .policies.tiny_model import BUILDER_VERSION, build_tiny_model
 
     path = cache_dir() / f"tiny_{cfg.model.tiny_arch}_seed0_v{BUILDER_VERSION}"
@@ -193,20 +198,42 @@ def plot_curves(rows: list[dict[str, Any]], path: Path, sft_rows: list[dict[str,
     os.replace(tmp, path)
 
 
+def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 # --- the trainer ------------------------------------------------------------------------------------------
 class Trainer:
-    def __init__(self, cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: bool = True) -> None:
+    def __init__(self, cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: bool = True,
+                 allow_config_change: bool = False) -> None:  # fmt: skip
         self.cfg, self.out, self.progress = cfg, Path(out), progress
         self.out.mkdir(parents=True, exist_ok=True)
         self.ckpt = self.out / "checkpoint"
         self.metrics_path = self.out / "metrics.jsonl"
+        if resume:
+            self._recover_checkpoint()
+            self._check_same_config(allow_config_change)
         self.samples = resolve_data(cfg)
         if not self.samples:
             raise ValueError("the training data holds no sample")
         base_path = resolve_model_path(cfg)
         self.base_path = Path(base_path) if Path(str(base_path)).exists() else None
         self.resumed = resume and (self.ckpt / "state.json").is_file()
-        load_from = self.ckpt / "model" if self.resumed else base_path
+        # Killed after the cold start but before the first RL checkpoint: start RL again from the saved cold
+        # start (its steps are redone; their metrics go).
+        coldstart = self.out / "coldstart" / "model"
+        self.from_coldstart = resume and not self.resumed and (coldstart / CARD_NAME).is_file()
+        if resume and not self.resumed and self.metrics_path.exists():
+            logger.warning("%s: no checkpoint to resume from; RL restarts from %s", self.out,
+                           "the saved cold start" if self.from_coldstart else "the beginning")  # fmt: skip
+            self.metrics_path.unlink()
+        load_from = self.ckpt / "model" if self.resumed else coldstart if self.from_coldstart else base_path
         dtype = torch.bfloat16 if cfg.model.dtype == "bf16" else torch.float32
         think = uses_think_prefix(cfg)
         self.policy = HFPolicy.from_pretrained(
@@ -232,6 +259,34 @@ class Trainer:
                 raise FileExistsError(f"{self.metrics_path} exists: pass --resume to continue that run, or a new --out")
             (self.out / "config.json").write_text(json.dumps(cfg.as_dict(), indent=2) + "\n")
 
+    def _recover_checkpoint(self) -> None:
+        """Finish a checkpoint swap a kill interrupted. ``save`` writes ``checkpoint.tmp`` (``state.json``
+        last), removes ``checkpoint``, renames: a tmp with its ``state.json`` is complete and newest."""
+        tmp = self.out / "checkpoint.tmp"
+        if (tmp / "state.json").is_file():
+            logger.warning("%s: completing an interrupted checkpoint swap", self.out)
+            shutil.rmtree(self.ckpt, ignore_errors=True)
+            os.replace(tmp, self.ckpt)
+        elif tmp.exists():  # killed while writing it: the previous checkpoint is intact
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _check_same_config(self, allow: bool) -> None:
+        """``--resume`` continues the run it finds; other settings are refused unless asked for (``steps``
+        may grow, logging may change)."""
+        path = self.out / "config.json"
+        if not path.is_file():
+            return
+        old, new = json.loads(path.read_text()), json.loads(json.dumps(self.cfg.as_dict()))
+        changed = sorted(k for k in _flat(old).keys() | _flat(new).keys()
+                         if k != "steps" and not k.startswith("log.") and _flat(old).get(k) != _flat(new).get(k))  # fmt: skip
+        if changed and not allow:
+            details = "; ".join(f"{k}: {_flat(old).get(k)!r} -> {_flat(new).get(k)!r}" for k in changed[:6])
+            raise ValueError(f"--resume with settings other than {path}'s ({details}); pass --allow-config-change "
+                             "to continue under the new ones, or use a new --out")  # fmt: skip
+        if changed:
+            logger.warning("resuming with changed settings: %s", ", ".join(changed))
+            path.write_text(json.dumps(self.cfg.as_dict(), indent=2) + "\n")
+
     # -- data position ------------------------------------------------------------------------------------
     def next_prompts(self, n: int) -> list[tuple[int, int]]:
         """(sample index, epoch) of the next ``n`` prompts; the order is reshuffled at every epoch."""
@@ -250,7 +305,7 @@ class Trainer:
         """Perception + SFT (``learners.coldstart``) when the recipe asks for them, saved as
         ``RUN/coldstart/model``: the checkpoint every RL arm of a comparison should start from."""
         cfg = self.cfg
-        if self.resumed or (cfg.perception.steps <= 0 and cfg.sft.steps <= 0):
+        if self.resumed or self.from_coldstart or (cfg.perception.steps <= 0 and cfg.sft.steps <= 0):
             return
         summary = run_cold_start(self.policy, self.samples, cfg, self.out,
                                  perception_samples=resolve_perception_data(cfg), progress=self.progress)  # fmt: skip
@@ -344,6 +399,8 @@ class Trainer:
         tmp = self.out / "checkpoint.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         source = self.ckpt / "model" if self.resumed and (self.ckpt / "model").is_dir() else self.base_path
+        if source is None and self.from_coldstart:
+            source = self.out / "coldstart" / "model"
         self._save_model(tmp / "model", source)
         torch.save({"optimizer": self.optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
                     "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}, tmp / "trainer.pt")  # fmt: skip

@@ -49,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
                       eval_limit=args.eval_limit)  # fmt: skip
     out = Path(args.out)
     progress = not args.no_progress
+    from scripts.train import _sigterm_interrupts
+
+    _sigterm_interrupts()  # a SIGTERM saves the running arm's checkpoint, as Ctrl-C does
     timing_path = out / "wall_s.json"
     wall = json.loads(timing_path.read_text()) if timing_path.is_file() else {}
 

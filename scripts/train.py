@@ -11,6 +11,8 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--steps", type=int, default=None, help="RL steps to reach (default: the recipe's)")
     p.add_argument("--out", default="runs/train", help="run directory (default runs/train)")
     p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint")
+    p.add_argument("--allow-config-change", action="store_true",
+                   help="with --resume: continue under settings that differ from RUN/config.json")
     p.add_argument("--backend", choices=("local", "openrlhf"), default="local")
     p.add_argument("--dry-run", action="store_true", help="openrlhf backend: print the command, do not run it")
     p.add_argument("--no-progress", action="store_true")
@@ -21,6 +23,8 @@ def add_parser(sub, name: str, help_text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from learners.config import load_recipe
 
+    if args.steps is not None and args.steps < 0:
+        raise ValueError(f"--steps must be at least 0, got {args.steps}")
     cfg = load_recipe(args.recipe, args.overrides)
     if args.backend == "openrlhf":
         from learners.openrlhf.launcher import launch
@@ -34,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
     from learners.trainer import Trainer, write_heldout
 
     out = Path(args.out)
-    trainer = Trainer(cfg, out, resume=args.resume, progress=not args.no_progress)
+    trainer = Trainer(cfg, out, resume=args.resume, progress=not args.no_progress,
+                      allow_config_change=args.allow_config_change)
+    _sigterm_interrupts()  # timeout, schedulers and docker stop send SIGTERM: save like Ctrl-C does
     heldout = write_heldout(cfg, out)  # before training: the split exists even if the run is interrupted
     try:
         rows = trainer.train(args.steps)
@@ -46,6 +52,15 @@ def run(args: argparse.Namespace) -> int:
     if heldout:
         print(evaluate_heldout(out, progress=not args.no_progress), end="")
     return 0
+
+
+def _sigterm_interrupts() -> None:
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def evaluate_heldout(out, progress: bool = True) -> str:

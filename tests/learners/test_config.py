@@ -1,0 +1,31 @@
+"""Recipe values are checked against the config's field types when parsed, before any work starts."""
+
+import pytest
+
+from learners.config import load_recipe
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("grpo.kl_coef=abc", "grpo.kl_coef must be float, got 'abc'"),
+        ("para.think_prefix=maybe", "para.think_prefix must be bool"),
+        ("steps=2.5", "steps must be int"),
+        ("data.event_scale=[0.5]", "data.event_scale must hold 2 values"),
+        ("data.question_kinds=oe_colour", "data.question_kinds must be a list"),
+        ("model.path=3", "model.path must be str"),
+        ("steps=-3", "steps must be at least 0, got -3"),
+        ("rollout.group_size=0", "rollout.group_size must be at least 1"),
+    ],
+)
+def test_bad_override_names_key_type_and_value(override, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        load_recipe("tiny_cpu", [override])
+
+
+def test_values_are_normalised():
+    cfg = load_recipe("tiny_cpu", ["optim.lr=1", "data.event_scale=[1, 1]", "model.path=null"])
+    assert isinstance(cfg.optim.lr, float) and cfg.data.event_scale == (1.0, 1.0) and cfg.model.path is None
+    assert isinstance(cfg.sft.frame_budgets, tuple)
+    for name in ("tiny_cpu", "paragrpo_qwen3vl_8b", "vanilla_grpo_qwen3vl_8b"):
+        load_recipe(name)  # the shipped recipes pass their own types
