@@ -160,6 +160,8 @@ class SampleResult:
     frame_budget: int = 0
     wall_s: float = 0.0
     error: str | None = None
+    transient: bool = False
+    """The error may not recur (server unreachable, timeout, 5xx): a resumed run retries the sample."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -231,8 +233,50 @@ def evaluate(
     options = options or EvalOptions()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    with exclusive_lock(out):
+        return _evaluate(samples, make_agent, out, options, concurrency=concurrency, progress=progress,
+                         run_config=run_config, subagent=subagent)  # fmt: skip
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A failure the same request may not meet again: the server unreachable, a timeout, a 5xx answer."""
+    return bool(getattr(exc, "transient", False)) or isinstance(exc, (TimeoutError, ConnectionError))
+
+
+class OutputLocked(OSError):
+    """Another process is writing the same evaluation directory."""
+
+
+@contextlib.contextmanager
+def exclusive_lock(out: Path):
+    """Hold ``out/eval.lock`` (an OS advisory lock, released by the kernel if the holder dies) while the
+    evaluation runs: two processes appending to one ``results.jsonl`` would lose rows."""
+    import fcntl
+    import socket
+
+    path = out / "eval.lock"
+    f = open(path, "a+")  # noqa: SIM115 - closed below
+    try:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            raise OutputLocked(f"{out} is being written by {holder}: wait for it, or use another --out") from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        f.flush()
+        yield
+    finally:
+        f.close()
+
+
+def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurrency: int, progress: bool,
+              run_config: dict[str, Any] | None, subagent: Any) -> dict[str, Any]:  # fmt: skip
     _check_config(out, {**(run_config or {}), **asdict(options)})
-    existing = read_results(out / RESULTS)
+    # Rows that failed for a transient reason (server down, timeout) are run again; the rest are kept.
+    existing = [r for r in read_results(out / RESULTS) if not r.get("transient")]
     done = {r["id"] for r in existing}
     todo = [s for s in samples if s.id not in done]
     writer = ResultsWriter(out / RESULTS, existing)
@@ -262,7 +306,7 @@ def evaluate(
         except Exception as exc:  # one sample's failure is recorded and counted, never fatal
             row = SampleResult(
                 id=sample.id, question_type=sample.question_type, duration=sample.duration, answer=sample.answer,
-                wall_s=time.perf_counter() - t0, error=f"{type(exc).__name__}: {exc}",
+                wall_s=time.perf_counter() - t0, error=f"{type(exc).__name__}: {exc}", transient=is_transient(exc),
             )  # fmt: skip
         data = asdict(row)
         writer.write(data)
@@ -314,6 +358,7 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "tool_usage_rate": _mean(1.0 if r["tool_calls"] > 0 else 0.0 for r in rows),
         "avg_turns": _mean(r["turns"] for r in rows),
         "errors": sum(1 for r in rows if r.get("error")),
+        "failed": [{"id": r["id"], "error": r["error"], "transient": bool(r.get("transient"))} for r in rows if r.get("error")],
         "wall_s": sum(r["wall_s"] for r in rows),
     }
     tvg = [r for r in rows if r["question_type"] == "tvg"]
@@ -362,6 +407,12 @@ def to_markdown(summary: dict[str, Any], title: str = "Evaluation") -> str:
     for key, head in (("by_question_type", "question type"), ("by_duration", "duration")):
         lines += ["", f"| {head} | n | accuracy |", "|---|---|---|"]
         lines += [f"| {k} | {v['n']} | {v['accuracy']:.3f} |" for k, v in summary[key].items()]
+    failed = summary.get("failed", [])
+    if failed:  # errors score 0 and stay in n; name them so they can be fixed
+        lines += ["", f"Failed samples ({len(failed)}; transient ones are retried when the run is resumed):", ""]
+        lines += [f"- `{f['id']}`{' (transient)' if f['transient'] else ''}: {f['error'][:200]}" for f in failed[:20]]
+        if len(failed) > 20:
+            lines.append(f"- ... and {len(failed) - 20} more (summary.json lists them all)")
     return "\n".join(lines) + "\n"
 
 

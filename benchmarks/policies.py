@@ -28,3 +28,12 @@ def make_agent_factory(
     raise ValueError(
         f"unknown policy {spec!r}; use one of {sorted(BASELINES)} or hf:PATH, openai:URL, sglang:URL"
     )
+
+
+def preflight(spec: str) -> None:
+    """Fail at once, with one clear line, when a server policy's server cannot be reached."""
+    if spec.startswith(("openai:", "sglang:")):
+        from learners.policies.remote import check_reachable
+
+        url = spec.split(":", 1)[1].partition("#")[0]
+        check_reachable(url)

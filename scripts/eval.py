@@ -44,7 +44,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from benchmarks.evaluation import OPTION_KEYS, compare, eval_options, evaluate, to_markdown
-    from benchmarks.policies import make_agent_factory
+    from benchmarks.policies import make_agent_factory, preflight
 
     if args.compare_dirs:
         if args.compare_dirs[0] != "compare" or len(args.compare_dirs) < 2:
@@ -56,10 +56,12 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"paravt eval needs {', '.join(missing)}")
     from paravt_env import load_samples
 
-    samples = load_samples(args.data, video_root=args.video_root, strict=False)
+    # Every row asked for counts in n: a missing video is an error row, not a smaller denominator.
+    samples = load_samples(args.data, video_root=args.video_root, strict=False, keep_missing=True)
     if args.limit is not None:
         samples = samples[: args.limit]
     options = eval_options(args.policy, args.dispatch, **{k: getattr(args, k) for k in OPTION_KEYS})
+    preflight(args.policy)  # a server that is not up fails the run now, not every sample
     factory, subagent = make_agent_factory(
         args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result
     )

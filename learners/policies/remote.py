@@ -27,7 +27,26 @@ from .images import to_base64_png, to_data_url
 
 
 class ServerError(RuntimeError):
-    """A policy server failed (after retries); the message names the server and its answer."""
+    """A policy server failed (after retries); the message names the server and its answer. ``transient``:
+    the server could not be reached or failed (connection, timeout, 5xx): the same request may succeed later,
+    so ``paravt eval`` retries such samples on resume; a rejected request (4xx) is not."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+def check_reachable(base_url: str, timeout: float = 5.0) -> None:
+    """Raise ``ConnectionError`` naming ``base_url`` when nothing answers there (any HTTP answer will do):
+    run before an evaluation, so that a server that is not up fails the run at once instead of every sample."""
+    try:
+        with urllib.request.urlopen(base_url.rstrip("/") + "/models", timeout=timeout):
+            return
+    except urllib.error.HTTPError:
+        return  # it answered
+    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ConnectionError(f"cannot reach the policy server at {base_url} ({reason}): is it running?") from None
 
 
 def post_json(url: str, body: dict[str, Any], *, timeout: float, retries: int, backoff: float, api_key: str | None = None) -> dict:
@@ -45,12 +64,12 @@ def post_json(url: str, body: dict[str, Any], *, timeout: float, retries: int, b
             answer = exc.read().decode("utf-8", errors="replace")[:300]
             last = f"HTTP {exc.code}: {answer}"
             if exc.code < 500:  # the request is wrong: retrying will not help
-                raise ServerError(f"{url} rejected the request ({last})") from None
+                raise ServerError(f"{url} rejected the request ({last})", transient=False) from None
         except (urllib.error.URLError, TimeoutError, ConnectionError, json.JSONDecodeError) as exc:
             last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
         if attempt < retries:
             time.sleep(backoff * 2**attempt)
-    raise ServerError(f"{url} failed after {retries + 1} attempts (last: {last})")
+    raise ServerError(f"{url} failed after {retries + 1} attempts (last: {last})", transient=True)
 
 
 def openai_messages(conversation: Conversation) -> list[dict[str, Any]]:

@@ -109,8 +109,13 @@ def load_samples(
     *,
     format: str = "auto",
     strict: bool = False,
+    keep_missing: bool = False,
 ) -> list[VideoQASample]:
     """Read a QA file (or a directory holding ``samples.jsonl``) into samples whose ``video_path`` exists.
+
+    Rows whose video is missing are skipped with one warning that counts them (``strict=True`` raises);
+    ``keep_missing=True`` keeps them, pointing at the expected path, for callers that must count every row
+    asked for (an evaluation reports them as errors instead of shrinking ``n``).
 
     ``format`` is ``"auto"`` or one of ``FORMATS``. Sample ids are made unique (a repeated id gets ``#2``,
     ``#3``, ... appended) because the frame budget and caches key on them.
@@ -144,15 +149,19 @@ def load_samples(
             found = _find(cand.videos, roots)
             if found is None:
                 missing.append(str(_join(roots[0], cand.videos[0])))
+                if keep_missing:
+                    cand.sample.video_path = missing[-1]
+                    samples.append(cand.sample)
                 continue
             cand.sample.video_path = str(found)
             _attach_subtitles(cand, found, roots)
             samples.append(cand.sample)
     if missing:
         where = f"under {roots[0]}" if video_root is not None else f"beside {path.name}"
+        total = len(samples) if keep_missing else len(missing) + len(samples)
         message = (
-            f"skipped {len(missing)} of {len(missing) + len(samples)} samples of {path}: video not found "
-            f"{where} (first: {missing[0]})"
+            f"{'kept' if keep_missing else 'skipped'} {len(missing)} of {total} samples of {path}: video not "
+            f"found {where} (first: {missing[0]})"
         )
         if strict:
             raise FileNotFoundError(message)

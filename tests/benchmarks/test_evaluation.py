@@ -112,3 +112,69 @@ def test_unknown_policy_is_an_error(synth_small, tmp_path, capsys):
     data, _ = synth_small
     assert main(["eval", "--policy", "psychic", "--data", str(data), "--out", str(tmp_path / "x")]) == 1
     assert "'psychic'" in capsys.readouterr().err
+
+
+def test_a_second_writer_is_refused_while_the_first_holds_the_lock(synth_small, tmp_path, capsys):
+    from benchmarks.evaluation import OutputLocked, exclusive_lock
+
+    data, samples = synth_small
+    out = tmp_path / "locked"
+    out.mkdir()
+    with exclusive_lock(out):
+        with pytest.raises(OutputLocked, match=r"pid \d+ on"):
+            evaluate(samples[:1], lambda: make_baseline("detector"), out, EvalOptions(frame_budget=8), progress=False)
+        args = ["eval", "--policy", "detector", "--data", str(data), "--out", str(out), "--limit", "1", "--no-progress"]
+        assert main(args) == 1
+        assert "is being written by pid" in capsys.readouterr().err
+    assert main(args) == 0  # released: the next run goes ahead
+
+
+class _FlakyServer:
+    """An agent whose model server is down the first time (a transient failure), then answers."""
+
+    up = False
+
+    def reset(self, obs, info, sample=None):
+        if not _FlakyServer.up:
+            raise ConnectionRefusedError("[Errno 111] Connection refused")
+
+    def act(self, obs):
+        return "<think>x</think><answer>A</answer>"
+
+
+def test_transient_failures_are_retried_on_resume_and_permanent_ones_are_not(synth_small, tmp_path):
+    _, samples = synth_small
+    bad_video = tmp_path / "corrupt.mp4"
+    bad_video.write_bytes(b"\x00\x00\x00\x18ftypmp42" + b"junk" * 100)
+    bad = VideoQASample(id="broken", video_path=str(bad_video), question="Q?", answer="A", question_type="mcq", options=["x", "y"])
+    todo = [*samples[:2], bad]
+    first = evaluate(todo, _FlakyServer, tmp_path / "ev", EvalOptions(frame_budget=8), progress=False)
+    assert first["n"] == 3 and first["errors"] == 3
+    assert [f["transient"] for f in first["failed"]] == [True, True, False]
+    _FlakyServer.up = True
+    try:
+        again = evaluate(todo, _FlakyServer, tmp_path / "ev", EvalOptions(frame_budget=8), progress=False)
+    finally:
+        _FlakyServer.up = False
+    assert again["n"] == 3 and again["errors"] == 1 and again["failed"][0]["id"] == "broken"
+    assert "broken" in (tmp_path / "ev" / "report.md").read_text()
+
+
+def test_missing_videos_count_in_n_and_a_dead_server_fails_at_once(synth_small, tmp_path, capsys):
+    data, samples = synth_small
+    rows = [json.loads(x) for x in (data / "samples.jsonl").read_text().splitlines()][:3]
+    rows[1]["video_path"] = str(tmp_path / "gone.mp4")
+    listing = tmp_path / "with_missing.jsonl"
+    listing.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "ev"
+    with pytest.warns(UserWarning, match="kept 1 of 3"):
+        assert main(["eval", "--policy", "detector", "--data", str(listing), "--video-root", str(data), "--out", str(out),
+                     "--frame-budget", "8", "--no-progress"]) == 0  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["n"] == 3 and summary["errors"] == 1 and "gone.mp4" in summary["failed"][0]["error"]
+    capsys.readouterr()
+    assert main(["eval", "--policy", "openai:http://127.0.0.1:9/v1#m", "--data", str(data), "--out", str(tmp_path / "srv"),
+                 "--no-progress"]) == 1  # fmt: skip
+    err = capsys.readouterr().err
+    assert "cannot reach the policy server at http://127.0.0.1:9/v1" in err and "Traceback" not in err
+    assert not (tmp_path / "srv" / "results.jsonl").exists()
