@@ -42,6 +42,9 @@ class EnvConfig:
     to ``subagent`` and its text summary comes back (released RL workflow)."""
     subagent: Any = None
     """Callable ``SubAgentRequest -> str`` (or an object with ``batch``) for "subagent" mode."""
+    subagent_timeout: float | None = 300.0
+    """Seconds a sub-agent may take for one turn's summaries; past it the crops report failure and the
+    episode goes on (None: wait forever)."""
     crop_fps: float = 1.0
     """Frames per second of crop window (ParaVT: 1.0)."""
     crop_max_frames: int = 16
@@ -69,6 +72,8 @@ class EnvConfig:
     loss-masked tokens only)."""
 
     def __post_init__(self) -> None:
+        if self.subagent_timeout is not None and not self.subagent_timeout > 0:
+            raise ValueError(f"EnvConfig.subagent_timeout must be positive seconds or None, got {self.subagent_timeout!r}")
         if self.dispatch not in DISPATCH_MODES:
             raise ValueError(f"EnvConfig.dispatch must be one of {DISPATCH_MODES}, got {self.dispatch!r}")
         if self.tool_result not in TOOL_RESULT_MODES:

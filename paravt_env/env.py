@@ -205,6 +205,7 @@ class VideoToolEnv(gym.Env[dict, str]):
                 tool_result=cfg.tool_result,
                 subagent=cfg.subagent,
                 question=self._sample.question_with_options(),
+                subagent_timeout=cfg.subagent_timeout,
             )
             for status in ("executed", "rejected", "failed"):
                 counts[status] = report.count(status)

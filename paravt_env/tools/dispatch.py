@@ -7,10 +7,12 @@ is the baseline it is measured against: one crop per turn, the rest rejected wit
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from typing import Any
 
 from ..video import VideoReader
 from .crop import CropRequest, CropResult, CropSettings, ToolCallLike, execute_crop, validate_crop
@@ -68,6 +70,7 @@ def run_tool_calls(
     tool_result: str = "frames",
     subagent: SubAgent | BatchSubAgent | None = None,
     question: str = "",
+    subagent_timeout: float | None = None,
 ) -> TurnToolReport:
     """Validate and execute one turn's calls. Never raises for a bad call: it becomes a result with an error."""
     if mode not in DISPATCH_MODES:
@@ -95,36 +98,68 @@ def run_tool_calls(
         done = [r for r in runnable if r.status == "executed"]
         requests = [SubAgentRequest(question, r.request.start, r.request.end, r.frames) for r in done]
         t_sub = time.perf_counter()
-        _summarise(subagent, requests, done, pool)
+        _summarise(subagent, requests, done, subagent_timeout)
         subagent_s = time.perf_counter() - t_sub
     return TurnToolReport(results, decode_s=decode_s, subagent_s=subagent_s, wall_s=time.perf_counter() - t0)
 
 
+def _call_with_timeout(fn, timeout: float | None):
+    """``fn()`` in a daemon thread, waited for at most ``timeout`` seconds: a hung sub-agent (a dead server, a
+    deadlocked model) costs one abandoned thread, never the rollout."""
+    if timeout is None:
+        return fn()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller below
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True, name="subagent")
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise TimeoutError(f"no reply within {timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def _summarise(
-    subagent: SubAgent | BatchSubAgent, requests: list[SubAgentRequest], done: list[CropResult], pool: Executor
+    subagent: SubAgent | BatchSubAgent, requests: list[SubAgentRequest], done: list[CropResult], timeout: float | None
 ) -> None:
+    """Each executed crop's summary, or the crop marked failed with the reason: whatever a sub-agent does
+    (raises, hangs past ``timeout``, returns something that is not text), the turn goes on."""
     if not requests:
         return
     if isinstance(subagent, BatchSubAgent):
+        t = time.perf_counter()
         try:
-            replies = list(subagent.batch(requests))
+            replies = list(_call_with_timeout(lambda: subagent.batch(requests), timeout))
             if len(replies) != len(requests):
                 raise ValueError(f"sub-agent returned {len(replies)} summaries for {len(requests)} crops")
+            summaries = [clean_summary(reply) for reply in replies]
         except Exception as exc:
             for r in done:
                 r.status, r.error = "failed", f"sub-agent failed: {exc}"
             return
-        for r, reply in zip(done, replies, strict=True):
-            r.summary = clean_summary(reply)
+        for r, summary in zip(done, summaries, strict=True):
+            r.summary, r.subagent_s = summary, time.perf_counter() - t
         return
 
     def one(pair: tuple[CropResult, SubAgentRequest]) -> None:
         result, request = pair
         t = time.perf_counter()
         try:
-            result.summary = clean_summary(subagent(request))
+            result.summary = clean_summary(_call_with_timeout(lambda: subagent(request), timeout))
         except Exception as exc:  # one failing sub-agent must not sink the turn
             result.status, result.error = "failed", f"sub-agent failed: {exc}"
         result.subagent_s = time.perf_counter() - t
 
-    list(pool.map(one, zip(done, requests, strict=True)))
+    # One thread per crop, so that the summaries are generated concurrently (a policy batches them itself).
+    threads = [threading.Thread(target=one, args=(pair,), daemon=True) for pair in zip(done, requests, strict=True)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import re
 import threading
+import time
 import warnings
 
 import gymnasium
@@ -553,3 +554,44 @@ def test_a_forced_prefix_is_parsed_but_not_scored(env_samples):
     assert scores[""]["accuracy"] == scores["<think>\n"]["accuracy"]
     with pytest.raises(ValueError, match="response_prefix"):
         EnvConfig(response_prefix=None)
+
+
+def test_a_hung_or_unreadable_subagent_fails_its_crops_and_the_episode_goes_on(env_samples):
+    release = threading.Event()
+
+    def hung(request):
+        if request.start >= 10:
+            release.wait(30)  # a dead server that never answers
+        return "fine"
+
+    class Unprintable:
+        def __str__(self):
+            raise UnicodeError("reply is not text")
+
+    class BadReplies:
+        def batch(self, requests):
+            return [Unprintable() for _ in requests]
+
+    class HungBatch:
+        def batch(self, requests):
+            release.wait(30)
+            return ["late"] * len(requests)
+
+    try:
+        env = VideoToolEnv(env_samples, EnvConfig(frame_budget=4, tool_result="subagent", subagent=hung, subagent_timeout=0.5))
+        env.reset(options={"index": 0})
+        t0 = time.perf_counter()
+        obs, _, term, _, info = env.step(call(0, 5) + call(10, 15))
+        assert time.perf_counter() - t0 < 10
+        assert info["tool_calls"]["executed"] == 1 and info["tool_calls"]["failed"] == 1 and not term
+        assert "sub-agent failed: no reply within 0.5 s" in obs["text"] and "sub-agent summary: fine" in obs["text"]
+        for agent, message in ((BadReplies(), "reply is not text"), (HungBatch(), "no reply within 0.5 s")):
+            env = VideoToolEnv(env_samples, EnvConfig(frame_budget=4, tool_result="subagent", subagent=agent,
+                                                      subagent_timeout=0.5))  # fmt: skip
+            env.reset(options={"index": 0})
+            obs, _, term, _, info = env.step(call(0, 5) + call(10, 15))
+            assert info["tool_calls"]["failed"] == 2 and obs["text"].count(message) == 2 and not term
+    finally:
+        release.set()
+    with pytest.raises(ValueError, match="subagent_timeout"):
+        EnvConfig(subagent_timeout=0)
