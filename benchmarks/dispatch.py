@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from baselines import BASELINES, ScriptedAgent, make_baseline, play_episode
 from paravt_env import EnvConfig, VideoQASample, VideoToolEnv
+from paravt_env.video import VideoDecodeError
 
 MODES = ("parallel", "sequential", "no_tool")
 
@@ -40,9 +42,10 @@ def run_mode(
     config: EnvConfig,
     progress: bool = False,
 ) -> dict[str, Any]:
-    """Play every sample once; summarise accuracy, turns, executed crops and wall time."""
+    """Play every sample once; summarise accuracy, turns, executed crops and wall time. A sample whose video
+    is missing or cannot be decoded is skipped with a warning naming it, and counted in ``skipped``."""
     env = VideoToolEnv(list(samples), config)
-    episodes = []
+    episodes, skipped = [], []
     t0 = time.perf_counter()
     iterator = range(len(samples))
     if progress:
@@ -53,11 +56,18 @@ def run_mode(
         )
     try:
         for i in iterator:
-            episodes.append(play_episode(env, make_agent(), options={"index": i}))
+            try:
+                episodes.append(play_episode(env, make_agent(), options={"index": i}))
+            except (FileNotFoundError, VideoDecodeError) as exc:
+                skipped.append(samples[i].id)
+                warnings.warn(f"skipping sample {samples[i].id!r}: {exc} ({len(skipped)} skipped so far)", stacklevel=2)
     finally:
         env.close()
     wall = time.perf_counter() - t0
+    if not episodes:
+        raise ValueError(f"no sample could be played: all {len(skipped)} videos are missing or undecodable")
     return {
+        "skipped": len(skipped),
         "accuracy": statistics.fmean(e.breakdown["accuracy"] for e in episodes),
         "mean_reward": statistics.fmean(e.reward for e in episodes),
         "mean_turns": statistics.fmean(e.turns for e in episodes),

@@ -56,6 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError, OSError, ImportError) as exc:
         print(f"paravt {args.command}: error: {exc}", file=sys.stderr)
         return 1
+    except RuntimeError as exc:  # a corrupt video or a failing server named by the library: still one line
+        from learners.policies.remote import ServerError
+        from paravt_env.video import VideoDecodeError
+
+        if not isinstance(exc, (VideoDecodeError, ServerError)):
+            raise
+        print(f"paravt {args.command}: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

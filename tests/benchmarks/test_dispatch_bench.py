@@ -27,3 +27,28 @@ def test_bench_dispatch_rejects_unknown_policy(synth_small, tmp_path, capsys):
     rc = main(["bench", "dispatch", "--data", str(data), "--policy", "nope", "--out", str(tmp_path / "x.json")])
     assert rc == 1
     assert "'nope'" in capsys.readouterr().err
+
+
+def test_bench_dispatch_skips_and_counts_a_corrupt_video(synth_small, tmp_path, capsys):
+    import pytest
+
+    data, _ = synth_small
+    rows = [json.loads(x) for x in (data / "samples.jsonl").read_text().splitlines()][:2]
+    for r in rows:
+        r["video_path"] = str(data / r["video_path"])
+    (tmp_path / "corrupt.mp4").write_bytes(b"\x00\x00\x00\x18ftypmp42" + b"junk" * 100)
+    rows.append({**rows[0], "id": "broken", "video_path": str(tmp_path / "corrupt.mp4")})
+    listing = tmp_path / "samples.jsonl"
+    listing.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "d.json"
+    with pytest.warns(UserWarning, match="skipping sample 'broken'.*corrupt.mp4"):
+        assert main(["bench", "dispatch", "--data", str(listing), "--frame-budget", "4", "--out", str(out), "--no-progress"]) == 0
+    results = json.loads(out.read_text())
+    assert all(r["n"] == 2 and r["skipped"] == 1 for r in results.values())
+    only_bad = tmp_path / "bad.jsonl"
+    only_bad.write_text(json.dumps(rows[-1]) + "\n")
+    capsys.readouterr()
+    with pytest.warns(UserWarning):
+        assert main(["bench", "dispatch", "--data", str(only_bad), "--out", str(tmp_path / "e.json"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "no sample could be played" in err and "Traceback" not in err
