@@ -40,6 +40,21 @@ MAX_TEXT_CHARS = 1 << 22
 
 RESET_OPTIONS = frozenset({"index", "sample", "epoch", "frame_budget"})
 
+TRIM_EVERY = 100
+"""Resets between two ``release_free_memory`` calls."""
+
+
+def release_free_memory() -> None:
+    """Hand freed heap pages back to the OS (glibc ``malloc_trim``; a no-op elsewhere). Decoding frees and
+    reallocates many frame-sized buffers; glibc keeps the freed pages, so RSS crept up ~30 KB per episode
+    over 1,000 episodes while the Python heap (tracemalloc) stayed flat, and one trim returned ~60 MB."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
 ANSWER_FORMATS = {
     "mcq": "Answer with the letter of the correct option only, e.g. <answer>B</answer>.",
     "tvg": "Answer with the time span in seconds as [start, end], e.g. <answer>[12.0, 18.5]</answer>.",
@@ -109,6 +124,7 @@ class VideoToolEnv(gym.Env[dict, str]):
         self.skipped_samples = 0
         self._pool: ThreadPoolExecutor | None = None
         self._readers: dict[str, VideoReader] = {}
+        self._resets = 0
         self._sample: VideoQASample | None = None
         self._reader: VideoReader | None = None
         self._turn_texts: list[str] = []
@@ -126,6 +142,9 @@ class VideoToolEnv(gym.Env[dict, str]):
         if unknown:
             raise ValueError(f"unknown reset option(s) {unknown}; known: {sorted(RESET_OPTIONS)}")
         epoch = int(options.get("epoch", 0))
+        self._resets += 1
+        if self._resets % TRIM_EVERY == 0:
+            release_free_memory()
         sample, reader = self._pick(options)
         cfg = self.config
         if options.get("frame_budget") is not None:
