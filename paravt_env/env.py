@@ -145,22 +145,8 @@ class VideoToolEnv(gym.Env[dict, str]):
         self._resets += 1
         if self._resets % TRIM_EVERY == 0:
             release_free_memory()
-        sample, reader = self._pick(options)
+        sample, reader, k, overview, decode_s = self._pick(options, epoch)
         cfg = self.config
-        if options.get("frame_budget") is not None:
-            k = int(options["frame_budget"])
-            most = self.observation_space["frames"].max_frames
-            if not 1 <= k <= most:  # more frames than the observation space admits would break its contract
-                raise ValueError(f"reset option frame_budget must be in [1, {most}], got {k}")
-        elif cfg.nframes_gating:
-            k = gated_frame_budget(sample.id, epoch, cfg.seed, cfg.gating_choices)
-        else:
-            k = cfg.frame_budget
-        t_dec = time.perf_counter()
-        overview = sample_overview(
-            reader, k, tolerance=cfg.overview_tolerance, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels
-        )
-        decode_s = time.perf_counter() - t_dec
 
         self._sample, self._reader, self.frame_budget, self.epoch = sample, reader, k, epoch
         self._turn_texts, self._seen, self._done = [], [overview], False
@@ -259,11 +245,12 @@ class VideoToolEnv(gym.Env[dict, str]):
         return self._obs(feedback, frames), reward, terminated, truncated, info
 
     # --- pieces -----------------------------------------------------------------------------------------
-    def _pick(self, options: dict[str, Any]) -> tuple[VideoQASample, VideoReader]:
-        """The episode's sample and an open reader for it.
+    def _pick(self, options: dict[str, Any], epoch: int) -> tuple[VideoQASample, VideoReader, int, Frames, float]:
+        """The episode's sample, an open reader for it, its frame budget, its overview and the decode time.
 
-        A sample the caller named must open, or reset raises. A sample the env picked at random is skipped
-        with a warning if its video is missing or corrupt (counted in ``skipped_samples``).
+        A sample the caller named must open and decode, or reset raises. A sample the env picked at random is
+        skipped with a warning if its video is missing or corrupt, at open time or while its overview decodes
+        (counted in ``skipped_samples``).
         """
         if "sample" in options:
             sample = options["sample"]
@@ -271,21 +258,45 @@ class VideoToolEnv(gym.Env[dict, str]):
                 sample = VideoQASample.from_dict(sample)
             if not isinstance(sample, VideoQASample):
                 raise TypeError(f"reset option 'sample' must be a VideoQASample, got {type(sample).__name__}")
-            return sample, self._open(sample)
+            return (sample, *self._start(sample, options, epoch))
         if "index" in options:
             i = int(options["index"])
             if not 0 <= i < len(self.samples):
                 raise IndexError(f"reset option index={i} is outside the {len(self.samples)} samples")
-            return self.samples[i], self._open(self.samples[i])
+            return (self.samples[i], *self._start(self.samples[i], options, epoch))
         start = int(self.np_random.integers(len(self.samples)))
         for offset in range(len(self.samples)):
             sample = self.samples[(start + offset) % len(self.samples)]
             try:
-                return sample, self._open(sample)
+                return (sample, *self._start(sample, options, epoch))
             except (FileNotFoundError, VideoDecodeError) as exc:
                 self.skipped_samples += 1
                 warnings.warn(f"skipping sample {sample.id!r}: {exc} ({self.skipped_samples} skipped so far)", stacklevel=3)
         raise VideoDecodeError(str(self.samples[start].video_path), "no sample of this env has a readable video")
+
+    def _start(self, sample: VideoQASample, options: dict[str, Any], epoch: int) -> tuple[VideoReader, int, Frames, float]:
+        """Open ``sample``'s video, choose K and decode the overview; a reader that fails to decode is dropped."""
+        cfg = self.config
+        if options.get("frame_budget") is not None:
+            k = int(options["frame_budget"])
+            most = self.observation_space["frames"].max_frames
+            if not 1 <= k <= most:  # more frames than the observation space admits would break its contract
+                raise ValueError(f"reset option frame_budget must be in [1, {most}], got {k}")
+        elif cfg.nframes_gating:
+            k = gated_frame_budget(sample.id, epoch, cfg.seed, cfg.gating_choices)
+        else:
+            k = cfg.frame_budget
+        reader = self._open(sample)
+        t_dec = time.perf_counter()
+        try:
+            overview = sample_overview(
+                reader, k, tolerance=cfg.overview_tolerance, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels
+            )
+        except VideoDecodeError:
+            self._readers.pop(sample.video_path, None)
+            reader.close()
+            raise
+        return reader, k, overview, time.perf_counter() - t_dec
 
     def _open(self, sample: VideoQASample) -> VideoReader:
         reader = self._readers.get(sample.video_path)

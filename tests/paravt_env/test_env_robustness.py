@@ -365,3 +365,28 @@ def test_freed_decode_memory_is_handed_back_periodically(env_samples, monkeypatc
     env.close()
     assert len(calls) == 2
     real()  # the real one is safe to call anywhere (a no-op off glibc)
+
+
+def test_a_random_sample_whose_overview_fails_to_decode_is_skipped_a_named_one_raises(env_samples, monkeypatch):
+    from paravt_env.video import VideoDecodeError
+
+    bad = env_samples[0].video_path
+    real = env_module.sample_overview
+
+    def overview(reader, k, **kw):
+        if reader.path == bad:  # opens fine, but its frames do not decode (a truncated MPEG-TS did this)
+            raise VideoDecodeError(bad, "frames at 0.160s could not be decoded")
+        return real(reader, k, **kw)
+
+    monkeypatch.setattr(env_module, "sample_overview", overview)
+    env = VideoToolEnv(env_samples, EnvConfig(frame_budget=2))
+    seen = set()
+    with pytest.warns(UserWarning, match="skipping sample"):
+        for seed in range(12):
+            _, info = env.reset(seed=seed)
+            seen.add(info["sample_id"])
+    assert env_samples[0].id not in seen and env.skipped_samples >= 1
+    assert bad not in env._readers  # the failing reader is not kept
+    with pytest.raises(VideoDecodeError, match="could not be decoded"):
+        env.reset(options={"index": 0})
+    env.close()
