@@ -641,11 +641,13 @@ def make_index_video(
     gop: int = 12,
     bframes: int = 2,
     codec: str = "libx264",
+    rotation: int = 0,
 ) -> Path:
     """A video whose frame i shows the number i (read it with ``decode_index``): for testing exact seeking.
 
     ``size`` is (height, width). B-frames are on by default so that decode order differs from presentation
-    order, the hard case for seeking.
+    order, the hard case for seeking. The container follows the suffix (``.ts`` gives MPEG-TS);
+    ``rotation`` (degrees counterclockwise) is written as a display matrix, as phones do.
     """
     path = Path(path)
     height, width = size
@@ -654,6 +656,8 @@ def make_index_video(
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         stream.codec_context.gop_size = gop
         stream.codec_context.max_b_frames = bframes
+        if rotation:
+            stream.set_display_rotation(rotation)
         if codec == "libx264":
             # scenecut off: every frame differs wildly, and x264 would otherwise insert keyframes at will.
             stream.options = {

@@ -41,13 +41,64 @@ def build_index(path: str) -> tuple[FrameIndex, dict]:
     frame's number and timestamp. The frame counts are checked against each other.
     """
     index, props = pyav_backend.build_index(path)
+    # decord seeks by itself and returns whatever frame it lands on, silently: measured 0/50 exact on
+    # MPEG-TS, wrong frames on open-GOP and B-frame streams, and it ignores the display rotation. Files where
+    # it cannot be trusted are refused with the reason; the PyAV backend reads them exactly.
+    if props.get("format") in REFUSED_FORMATS:
+        raise VideoDecodeError(path, f"decord does not seek {props['format']} exactly; use backend='pyav'")
+    if props.get("rotation"):
+        raise VideoDecodeError(path, f"decord ignores the display rotation ({props['rotation']} degrees); use backend='pyav'")
     vr = _open(path)
     if len(vr) != index.num_frames:
         raise VideoDecodeError(
             path, f"decord sees {len(vr)} frames where the container index has {index.num_frames}"
         )
+    verify(path, index, vr, props)
     props = dict(props, fps=float(vr.get_avg_fps()) or props["fps"])
     return index, props
+
+
+REFUSED_FORMATS = frozenset({"mpegts", "mpeg", "mpegvideo"})
+"""Containers decord seeks by byte position without exact timestamps (MPEG-TS / PS)."""
+
+VERIFY_TOLERANCE = 3.0
+"""Mean absolute RGB difference below which two decodes of a frame are the same frame (codec rounding)."""
+
+
+def check_indices(index: FrameIndex) -> list[int]:
+    """The frames checked at open: inside the first GOP, just before and after a later keyframe (where a
+    seek lands), the middle and the last frame."""
+    n = index.num_frames
+    picks = {1, 2, n // 2, n // 2 + 1, n - 1}
+    keys = np.flatnonzero(index.keyframe)
+    later = keys[keys > 0]
+    if later.size:
+        k = int(later[min(len(later) - 1, len(later) // 2)])
+        picks |= {k - 1, k + 1}
+    return sorted(i for i in picks if 0 <= i < n)
+
+
+def verify(path: str, index: FrameIndex, vr, props: dict) -> None:
+    """Decode a few frames with decord (each with its own seek, as crops ask) and with the exact PyAV
+    backend; any difference refuses the file, naming the first frame that differs."""
+    picks = check_indices(index)
+    exact = pyav_backend.PyAVHandle(path, index)
+    try:
+        h, w = props["height"], props["width"]
+        truth = exact.decode(np.asarray(picks), h, w)
+    finally:
+        exact.close()
+    wrong = []
+    for i in picks:
+        try:
+            got = vr.get_batch([i]).asnumpy()[0]
+        except Exception as exc:
+            raise VideoDecodeError(path, f"decord failed to decode frame {i}: {exc}") from exc
+        if got.shape != truth[i].shape or np.abs(got.astype(np.int16) - truth[i].astype(np.int16)).mean() > VERIFY_TOLERANCE:
+            wrong.append(i)
+    if wrong:
+        raise VideoDecodeError(path, f"decord returns frames other than those asked for in this file ({len(wrong)} "
+                                     f"of {len(picks)} checked differ, first: frame {wrong[0]}); use backend='pyav'")  # fmt: skip
 
 
 class DecordHandle:

@@ -89,11 +89,17 @@ def build_index(path: str) -> tuple[FrameIndex, dict]:
         tb = float(stream.time_base)
         index = FrameIndex.from_decode_order(pts, key, tb, end_pts)
         ctx = stream.codec_context
+        rotation = _rotation(path)
+        width, height = int(ctx.width), int(ctx.height)
+        if rotation in (90, 270):  # sizes as a player shows the video
+            width, height = height, width
         props = {
-            "width": int(ctx.width),
-            "height": int(ctx.height),
+            "width": width,
+            "height": height,
             "fps": float(stream.average_rate) if stream.average_rate else index.fps,
             "codec": ctx.name,
+            "rotation": rotation,
+            "format": container.format.name,
         }
         if props["width"] <= 0 or props["height"] <= 0:
             raise VideoDecodeError(path, "the video stream has no frame size")
@@ -102,19 +108,43 @@ def build_index(path: str) -> tuple[FrameIndex, dict]:
         container.close()
 
 
+def _rotation(path: str) -> int:
+    """The display rotation a player applies (0, 90, 180 or 270 degrees counterclockwise), read from the
+    first frame's display matrix (phone videos carry one; the pixels are stored sideways)."""
+    container, stream = _open(path)
+    try:
+        for frame in container.decode(stream):
+            return int(round((getattr(frame, "rotation", 0) or 0) / 90.0)) * 90 % 360
+    except av.FFmpegError:
+        pass
+    finally:
+        container.close()
+    return 0
+
+
+def rotate(image: np.ndarray, rotation: int) -> np.ndarray:
+    """``image`` as displayed: turned ``rotation`` degrees counterclockwise."""
+    k = (rotation // 90) % 4
+    return np.ascontiguousarray(np.rot90(image, k)) if k else image
+
+
 class PyAVHandle:
     """One open file. Not thread-safe: the reader gives each thread its own handle."""
 
-    def __init__(self, path: str, index: FrameIndex) -> None:
+    def __init__(self, path: str, index: FrameIndex, rotation: int = 0) -> None:
         self.path = path
         self.index = index
-        self.container, self.stream = _open(path)
-        # Slice threads keep latency at one frame (frame threads would delay every seek's first output).
-        self.stream.thread_type = "SLICE"
+        self.rotation = rotation
+        self._open()
         ctx = self.stream.codec_context
         self._codec = ctx.name
         self._length_size = _nal_length_size(ctx.name, ctx.extradata)
         self._lock = threading.Lock()
+
+    def _open(self) -> None:
+        self.container, self.stream = _open(self.path)
+        # Slice threads keep latency at one frame (frame threads would delay every seek's first output).
+        self.stream.thread_type = "SLICE"
 
     def close(self) -> None:
         self.container.close()
@@ -133,9 +163,10 @@ class PyAVHandle:
                 group = [int(i) for i in wanted[gop == g]]
                 k = int(np.searchsorted(keyframes, g))
                 # If the decoder cannot reach the frames from their GOP's keyframe (open GOPs, a damaged
-                # index), back off one keyframe, then to the start of the stream.
-                for seek_idx in (int(g), int(keyframes[k - 1]) if k >= 1 else 0, 0):
-                    self._decode_from(int(index.pts[seek_idx]), group, out, height, width)
+                # index), back off one keyframe, then read the file again from its first byte: a seek to the
+                # first pts is not the start everywhere (MPEG-TS lands on the second keyframe).
+                for seek_idx in (int(g), int(keyframes[k - 1]) if k >= 1 else 0, None):
+                    self._decode_from(None if seek_idx is None else int(index.pts[seek_idx]), group, out, height, width)
                     group = [i for i in group if i not in out]
                     if not group:
                         break
@@ -145,18 +176,23 @@ class PyAVHandle:
             return out
 
     def _decode_from(
-        self, seek_pts: int, group: list[int], out: dict[int, np.ndarray], height: int, width: int
+        self, seek_pts: int | None, group: list[int], out: dict[int, np.ndarray], height: int, width: int
     ) -> None:
-        """Seek, then decode forward until every frame of ``group`` is out or has been passed."""
+        """Seek (``None``: reopen the file and start at its first packet), then decode forward until every
+        frame of ``group`` is out or has been passed."""
+        if seek_pts is None:
+            self.container.close()
+            self._open()
         container, stream = self.container, self.stream
         pts = self.index.pts
         wanted = {int(pts[i]): i for i in group}
         last_wanted = max(wanted)
         got_any = False
-        try:
-            container.seek(seek_pts, stream=stream, backward=True, any_frame=False)
-        except av.FFmpegError as exc:
-            raise VideoDecodeError(self.path, f"seek failed: {exc}") from exc
+        if seek_pts is not None:
+            try:
+                container.seek(seek_pts, stream=stream, backward=True, any_frame=False)
+            except av.FFmpegError as exc:
+                raise VideoDecodeError(self.path, f"seek failed: {exc}") from exc
         ctx = stream.codec_context
         try:
             for packet in container.demux(stream):
@@ -166,7 +202,10 @@ class PyAVHandle:
                 for frame in ctx.decode(None if is_flush else packet):
                     i = wanted.pop(frame.pts, None)
                     if i is not None:
-                        out[i] = resize_frame(frame, height, width)
+                        if self.rotation in (90, 270):  # scale the stored (sideways) picture, then turn it
+                            out[i] = rotate(resize_frame(frame, width, height), self.rotation)
+                        else:
+                            out[i] = rotate(resize_frame(frame, height, width), self.rotation)
                         got_any = True
                     if not wanted or (frame.pts is not None and frame.pts >= last_wanted):
                         return

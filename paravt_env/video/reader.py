@@ -84,6 +84,8 @@ class VideoReader:
         self.width: int = props["width"]
         self.height: int = props["height"]
         self.fps: float = props["fps"]
+        self.rotation: int = int(props.get("rotation", 0))
+        """Degrees counterclockwise a player turns the stored picture; frames come back turned."""
         self._idle: list[_Handle] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -153,6 +155,8 @@ class VideoReader:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
+        if self.backend == "pyav":
+            return pyav_backend.PyAVHandle(self.path, self.index, self.rotation)
         return _HANDLES[self.backend](self.path, self.index)
 
     def _give_back(self, handle: _Handle) -> None:

@@ -1,0 +1,86 @@
+"""Exact frames from real-world containers: MPEG-TS (a seek to the first pts is not the start), rotated
+phone video (display matrix), and decord refused wherever it cannot be trusted. Every check is against the
+frame number each frame shows (``decode_index``) or a full sequential decode."""
+
+import av
+import numpy as np
+import pytest
+
+from paravt_env.data.synthetic import decode_index, make_index_video
+from paravt_env.video import VideoDecodeError, open_video
+from paravt_env.video import decord_backend, pyav_backend
+
+N, FPS = 120, 10
+
+
+@pytest.fixture(scope="module")
+def ts_video(tmp_path_factory):
+    return str(make_index_video(tmp_path_factory.mktemp("ts") / "index.ts", N, fps=FPS, gop=30, bframes=2))
+
+
+def test_mpegts_every_frame_exact_including_the_first_gop(ts_video):
+    r = open_video(ts_video, backend="pyav")
+    assert r.num_frames == N
+    first_gop = list(range(0, 30))
+    rng = np.random.default_rng(0)
+    for picks in (first_gop, rng.choice(N, 25, replace=False).tolist(), [0], [N - 1], [1, 2, 3]):
+        got = r.frames_by_index(picks, min_pixels=None, max_pixels=None)
+        assert [decode_index(img) for img in got.images] == list(picks)
+    r.close()
+
+
+def test_decord_refuses_mpegts_with_the_reason(ts_video):
+    with pytest.raises(VideoDecodeError, match="decord does not seek mpegts exactly; use backend='pyav'"):
+        open_video(ts_video, backend="decord")
+
+
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+def test_rotated_video_comes_back_as_a_player_shows_it(tmp_path, rotation):
+    plain = make_index_video(tmp_path / "plain.mp4", 20, fps=FPS, gop=10, size=(96, 128))
+    turned = make_index_video(tmp_path / f"rot{rotation}.mp4", 20, fps=FPS, gop=10, size=(96, 128), rotation=rotation)
+    a, b = open_video(plain, backend="pyav"), open_video(turned, backend="pyav")
+    assert b.rotation == rotation and a.rotation == 0
+    assert (b.width, b.height) == ((96, 128) if rotation in (90, 270) else (128, 96))
+    picks = [0, 7, 19]
+    native = a.frames_by_index(picks, min_pixels=None, max_pixels=None).images
+    shown = b.frames_by_index(picks, min_pixels=None, max_pixels=None).images
+    for x, y in zip(native, shown, strict=True):
+        expected = np.rot90(x, rotation // 90)  # counterclockwise, as the display matrix says
+        assert y.shape == expected.shape and np.abs(y.astype(int) - expected.astype(int)).mean() < 3
+    # resized frames keep the displayed orientation (taller than wide for 90 / 270)
+    small = b.frames_by_index([0]).images[0]
+    assert (small.shape[0] > small.shape[1]) == (rotation in (90, 270))
+    with pytest.raises(VideoDecodeError, match="decord ignores the display rotation"):
+        open_video(turned, backend="decord")
+
+
+class _WrongFrames:
+    """A decord reader that lands one frame late after every seek (what decord did on open GOPs)."""
+
+    def __init__(self, path):
+        import decord
+
+        self._vr = decord.VideoReader(path, num_threads=1)
+
+    def __len__(self):
+        return len(self._vr)
+
+    def get_batch(self, indices):
+        return self._vr.get_batch([min(i + 1, len(self._vr) - 1) for i in indices])
+
+
+def test_decord_verification_refuses_a_file_it_misreads(tmp_path):
+    pytest.importorskip("decord")
+    path = str(make_index_video(tmp_path / "v.mp4", 60, fps=FPS, gop=12, bframes=2))
+    index, props = pyav_backend.build_index(path)
+    import decord
+
+    decord_backend.verify(path, index, decord.VideoReader(path, num_threads=1), props)  # exact here: accepted
+    with pytest.raises(VideoDecodeError, match=r"decord returns frames other than those asked for .* use backend='pyav'"):
+        decord_backend.verify(path, index, _WrongFrames(path), props)
+
+
+def test_full_sequential_decode_agrees_on_mpegts(ts_video):
+    with av.open(ts_video) as c:
+        sequential = [decode_index(f.to_ndarray(format="rgb24")) for f in c.decode(video=0)]
+    assert sequential == list(range(N))
