@@ -642,12 +642,14 @@ def make_index_video(
     bframes: int = 2,
     codec: str = "libx264",
     rotation: int = 0,
+    open_gop: bool = False,
 ) -> Path:
     """A video whose frame i shows the number i (read it with ``decode_index``): for testing exact seeking.
 
     ``size`` is (height, width). B-frames are on by default so that decode order differs from presentation
     order, the hard case for seeking. The container follows the suffix (``.ts`` gives MPEG-TS);
-    ``rotation`` (degrees counterclockwise) is written as a display matrix, as phones do.
+    ``rotation`` (degrees counterclockwise) is written as a display matrix, as phones do; ``open_gop``
+    (x264) makes later keyframes non-IDR recovery points that B-frames before them refer across.
     """
     path = Path(path)
     height, width = size
@@ -665,7 +667,7 @@ def make_index_video(
                 "crf": "18",
                 "bf": str(bframes),
                 "threads": "1",
-                "x264-params": "scenecut=0",
+                "x264-params": "scenecut=0" + (":open-gop=1" if open_gop else ""),
             }
         for i in range(n_frames):
             for packet in stream.encode(

@@ -55,6 +55,24 @@ def _is_disposable(data: bytes, codec_name: str, length_size: int) -> bool:
     return saw_slice
 
 
+_H264_IDR = 5
+_HEVC_IDR = frozenset({19, 20})  # IDR_W_RADL, IDR_N_LP; CRA (21) and BLA (16-18) start open GOPs
+
+
+def _is_idr(data: bytes, codec_name: str, length_size: int) -> bool:
+    """True when the (length-prefixed) packet holds an IDR picture: nothing after it refers to frames
+    before it. A keyframe that is not IDR (H.264 recovery point, HEVC CRA) starts an open GOP."""
+    i, n = 0, len(data)
+    while i + length_size < n:
+        size = int.from_bytes(data[i : i + length_size], "big")
+        header = data[i + length_size]
+        i += length_size + size
+        nal_type = header & 0x1F if codec_name == "h264" else (header >> 1) & 0x3F
+        if (codec_name == "h264" and nal_type == _H264_IDR) or (codec_name == "hevc" and nal_type in _HEVC_IDR):
+            return True
+    return False
+
+
 def _open(path: str) -> tuple[av.container.InputContainer, av.video.stream.VideoStream]:
     try:
         container = av.open(path, metadata_errors="ignore")
@@ -72,12 +90,17 @@ def build_index(path: str) -> tuple[FrameIndex, dict]:
     try:
         pts, key = [], []
         end_pts = None
+        ctx = stream.codec_context
+        length_size = _nal_length_size(ctx.name, ctx.extradata)
+        open_gop = False
         try:
             for packet in container.demux(stream):
                 if packet.pts is None or packet.size == 0:
                     continue
                 pts.append(packet.pts)
                 key.append(bool(packet.is_keyframe))
+                if packet.is_keyframe and length_size is not None and len(pts) > 1 and not open_gop:
+                    open_gop = not _is_idr(bytes(packet), ctx.name, length_size)
                 if packet.duration:
                     end_pts = max(end_pts or 0, packet.pts + packet.duration)
         except av.FFmpegError as exc:
@@ -88,7 +111,6 @@ def build_index(path: str) -> tuple[FrameIndex, dict]:
             raise VideoDecodeError(path, "the video stream holds no frames")
         tb = float(stream.time_base)
         index = FrameIndex.from_decode_order(pts, key, tb, end_pts)
-        ctx = stream.codec_context
         rotation = _rotation(path)
         width, height = int(ctx.width), int(ctx.height)
         if rotation in (90, 270):  # sizes as a player shows the video
@@ -100,6 +122,9 @@ def build_index(path: str) -> tuple[FrameIndex, dict]:
             "codec": ctx.name,
             "rotation": rotation,
             "format": container.format.name,
+            # Decode order differs from presentation order (B-frames); keyframes that are not IDR (open GOPs).
+            "reordered": any(b < a for a, b in zip(pts, pts[1:])),
+            "open_gop": open_gop,
         }
         if props["width"] <= 0 or props["height"] <= 0:
             raise VideoDecodeError(path, "the video stream has no frame size")

@@ -84,3 +84,20 @@ def test_full_sequential_decode_agrees_on_mpegts(ts_video):
     with av.open(ts_video) as c:
         sequential = [decode_index(f.to_ndarray(format="rgb24")) for f in c.decode(video=0)]
     assert sequential == list(range(N))
+
+
+@pytest.mark.parametrize("kind", ["open_gop_h264", "mpeg4_bframes"])
+def test_streams_decord_misreads_are_exact_on_pyav_and_refused_by_decord(tmp_path, kind):
+    pytest.importorskip("decord")
+    if kind == "open_gop_h264":
+        path = make_index_video(tmp_path / "open.mp4", 150, fps=FPS, gop=40, bframes=3, open_gop=True)
+        reason = "open GOPs"
+    else:
+        path = make_index_video(tmp_path / "m4v.mp4", 150, fps=FPS, gop=40, bframes=2, codec="mpeg4")
+        reason = "reordered"
+    r = open_video(path, backend="pyav")
+    picks = np.random.default_rng(3).choice(150, 40, replace=False).tolist() + [0, 39, 40, 41, 149]
+    got = r.frames_by_index(picks, min_pixels=None, max_pixels=None)
+    assert [decode_index(img) for img in got.images] == picks
+    with pytest.raises(VideoDecodeError, match=reason):
+        open_video(path, backend="decord")
