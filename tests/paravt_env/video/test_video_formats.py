@@ -101,3 +101,37 @@ def test_streams_decord_misreads_are_exact_on_pyav_and_refused_by_decord(tmp_pat
     assert [decode_index(img) for img in got.images] == picks
     with pytest.raises(VideoDecodeError, match=reason):
         open_video(path, backend="decord")
+
+
+def test_variable_frame_rate_frames_are_the_ones_on_screen(tmp_path):
+    """Irregular frame durations (screen recordings, phones): the frame shown at t is the last one whose
+    presentation time is <= t, with its true timestamp, on both backends where accepted."""
+    from fractions import Fraction
+
+    from paravt_env.data.synthetic import index_image
+
+    path = tmp_path / "vfr.mp4"
+    rng = np.random.default_rng(5)
+    times_ms = np.cumsum(rng.integers(20, 400, size=80))  # 20-400 ms per frame
+    times_ms -= times_ms[0]
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 128, 96, "yuv420p"
+        stream.time_base = stream.codec_context.time_base = Fraction(1, 1000)
+        stream.options = {"x264-params": "scenecut=0", "bf": "0"}
+        for i, t in enumerate(times_ms):
+            frame = av.VideoFrame.from_ndarray(index_image(i, 96, 128), format="rgb24")
+            frame.pts, frame.time_base = int(t), Fraction(1, 1000)
+            for p in stream.encode(frame):
+                out.mux(p)
+        for p in stream.encode():
+            out.mux(p)
+    with av.open(str(path)) as c:
+        truth = [(float(f.time), decode_index(f.to_ndarray(format="rgb24"))) for f in c.decode(video=0)]
+    shown = np.array([t for t, _ in truth])
+    queries = np.sort(rng.uniform(0, shown[-1], 40))
+    expected = [truth[int(np.searchsorted(shown, q, side="right")) - 1][1] for q in queries]
+    r = open_video(path, backend="pyav")
+    got = r.frames_at(queries, min_pixels=None, max_pixels=None)
+    assert [decode_index(img) for img in got.images] == expected
+    np.testing.assert_allclose(got.timestamps, [shown[e] for e in expected], atol=1e-3)
