@@ -198,6 +198,19 @@ def plot_curves(rows: list[dict[str, Any]], path: Path, sft_rows: list[dict[str,
     os.replace(tmp, path)
 
 
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The complete rows of a JSONL log; a line cut short by a kill is dropped (its step is run again)."""
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
@@ -424,7 +437,7 @@ class Trainer:
             self._reference().load_state_dict(torch.load(self.ckpt / "reference.pt"))
         # Metrics after the checkpoint belong to steps that will be run again: drop them.
         if self.metrics_path.exists():
-            rows = [json.loads(x) for x in self.metrics_path.read_text().splitlines() if x.strip()]
+            rows = read_jsonl(self.metrics_path)
             keep = [r for r in rows if r["step"] <= self.step]
             self.metrics_path.write_text("".join(json.dumps(r) + "\n" for r in keep))
 
@@ -435,7 +448,7 @@ class Trainer:
         self.cold_start()
         if self.cfg.grpo.kl_coef > 0:
             self._reference()
-        rows = [json.loads(x) for x in self.metrics_path.read_text().splitlines()] if self.metrics_path.exists() else []
+        rows = read_jsonl(self.metrics_path)
         bar = progress_bar(total, "train", self.progress, initial=self.step)
         try:
             while self.step < total:
@@ -466,7 +479,7 @@ class Trainer:
         path = self.out / "sft_metrics.jsonl"
         if not path.is_file():
             return []
-        return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        return read_jsonl(path)
 
     def close(self) -> None:
         for env in self.envs:

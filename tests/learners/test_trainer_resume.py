@@ -44,8 +44,11 @@ def test_sigterm_saves_and_kills_at_any_point_resume(tmp_path, monkeypatch, caps
     saved = _state(run)  # SIGTERM saved a checkpoint, as Ctrl-C does (save_every=50 never would have)
     assert saved >= 1 and _steps(run) == list(range(1, saved + 1))
 
-    # killed between removing the old checkpoint and renaming the new one: the complete tmp is used
+    # killed between removing the old checkpoint and renaming the new one (and halfway through a metrics
+    # line): the complete tmp is used, the cut line dropped
     os.replace(run / "checkpoint", run / "checkpoint.tmp")
+    with open(run / "metrics.jsonl", "a") as f:
+        f.write('{"step": 99, "rew')
     assert main(["train", "--out", str(run), "--steps", str(saved + 1), "--resume", "--no-progress", *FAST]) == 0
     assert _steps(run) == list(range(1, saved + 2)) and _state(run) == saved + 1
     assert not (run / "checkpoint.tmp").exists()
