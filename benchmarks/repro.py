@@ -42,33 +42,30 @@ TRAIN_METRICS = (
 )
 
 
-def evaluate_run(run: Path, heldout: Path, dispatch: str, limit: int | None, progress: bool = False) -> dict[str, Any]:
-    """``paravt eval --policy hf:RUN/checkpoint/model --data HELDOUT --dispatch D --out RUN/eval_D``."""
+def evaluate_model(model: Path, heldout: Path, out: Path, dispatch: str, limit: int | None,
+                   progress: bool = False) -> dict[str, Any]:  # fmt: skip
+    """``paravt eval --policy hf:MODEL --data HELDOUT --dispatch D --out OUT`` (settings from the policy card)."""
     from paravt_env import load_samples
 
     from .policies import make_agent_factory
 
-    spec = f"hf:{run / 'checkpoint' / 'model'}"
+    spec = f"hf:{model}"
     options = eval_options(spec, dispatch)
-    samples = load_samples(heldout, strict=False)[: limit or None]
+    samples = load_samples(heldout, strict=False, keep_missing=True)[: limit or None]
     factory, subagent = make_agent_factory(spec, max_new_tokens=256, tool_result=options.tool_result)
-    return evaluate(samples, factory, run / f"eval_{dispatch}", options, progress=progress, subagent=subagent,
+    return evaluate(samples, factory, out, options, progress=progress, subagent=subagent,
                     run_config={"policy": spec, "data": str(heldout)})  # fmt: skip
+
+
+def evaluate_run(run: Path, heldout: Path, dispatch: str, limit: int | None, progress: bool = False) -> dict[str, Any]:
+    """An arm's final policy, into ``RUN/eval_DISPATCH``."""
+    return evaluate_model(run / "checkpoint" / "model", heldout, run / f"eval_{dispatch}", dispatch, limit, progress)
 
 
 def evaluate_coldstart(out: Path, cfg: ReproConfig, progress: bool = False) -> dict[str, Any]:
     """The shared cold start itself, parallel dispatch: the row every arm starts from."""
-    from paravt_env import load_samples
-
-    from .policies import make_agent_factory
-
-    model = coldstart_model(out)
-    spec = f"hf:{model}"
-    options = eval_options(spec, "parallel")
-    samples = load_samples(out / "coldstart" / "heldout", strict=False)[: cfg.eval_limit or None]
-    factory, subagent = make_agent_factory(spec, max_new_tokens=256, tool_result=options.tool_result)
-    return evaluate(samples, factory, out / "coldstart" / "eval_parallel", options, progress=progress,
-                    subagent=subagent, run_config={"policy": spec, "data": str(out / "coldstart" / "heldout")})  # fmt: skip
+    return evaluate_model(coldstart_model(out), out / "coldstart" / "heldout", out / "coldstart" / "eval_parallel",
+                          "parallel", cfg.eval_limit, progress)  # fmt: skip
 
 
 # --- aggregation --------------------------------------------------------------------------------------------
@@ -152,7 +149,7 @@ def directions(arms: dict[str, Any]) -> list[tuple[str, str, str]]:
          train("gating_only", "tool_calls_per_rollout"), train("vanilla_grpo", "tool_calls_per_rollout")),
         ("PARA-GRPO answers held-out questions better than vanilla GRPO (parallel dispatch)",
          acc("para_grpo", "parallel"), acc("vanilla_grpo", "parallel")),
-        ("Parallel dispatch is at least as accurate as sequential (PARA-GRPO policy)",
+        ("Parallel dispatch is more accurate than sequential (PARA-GRPO policy)",
          acc("para_grpo", "parallel"), acc("para_grpo", "sequential")),
     ]  # fmt: skip
     for claim, ours, ref in claims:
