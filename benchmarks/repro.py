@@ -43,29 +43,31 @@ TRAIN_METRICS = (
 
 
 def evaluate_model(model: Path, heldout: Path, out: Path, dispatch: str, limit: int | None,
-                   progress: bool = False) -> dict[str, Any]:  # fmt: skip
-    """``paravt eval --policy hf:MODEL --data HELDOUT --dispatch D --out OUT`` (settings from the policy card)."""
+                   progress: bool = False, frame_budget: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """``paravt eval --policy hf:MODEL --data HELDOUT --dispatch D --out OUT [--frame-budget K]`` (other
+    settings from the policy card)."""
     from paravt_env import load_samples
 
     from .policies import make_agent_factory
 
     spec = f"hf:{model}"
-    options = eval_options(spec, dispatch)
+    options = eval_options(spec, dispatch, frame_budget=frame_budget)
     samples = load_samples(heldout, strict=False, keep_missing=True)[: limit or None]
     factory, subagent = make_agent_factory(spec, max_new_tokens=256, tool_result=options.tool_result)
     return evaluate(samples, factory, out, options, progress=progress, subagent=subagent,
                     run_config={"policy": spec, "data": str(heldout)})  # fmt: skip
 
 
-def evaluate_run(run: Path, heldout: Path, dispatch: str, limit: int | None, progress: bool = False) -> dict[str, Any]:
+def evaluate_run(run: Path, heldout: Path, dispatch: str, cfg: ReproConfig, progress: bool = False) -> dict[str, Any]:
     """An arm's final policy, into ``RUN/eval_DISPATCH``."""
-    return evaluate_model(run / "checkpoint" / "model", heldout, run / f"eval_{dispatch}", dispatch, limit, progress)
+    return evaluate_model(run / "checkpoint" / "model", heldout, run / f"eval_{dispatch}", dispatch, cfg.eval_limit,
+                          progress, cfg.eval_frame_budget)  # fmt: skip
 
 
 def evaluate_coldstart(out: Path, cfg: ReproConfig, progress: bool = False) -> dict[str, Any]:
     """The shared cold start itself, parallel dispatch: the row every arm starts from."""
     return evaluate_model(coldstart_model(out), out / "coldstart" / "heldout", out / "coldstart" / "eval_parallel",
-                          "parallel", cfg.eval_limit, progress)  # fmt: skip
+                          "parallel", cfg.eval_limit, progress, cfg.eval_frame_budget)  # fmt: skip
 
 
 # --- aggregation --------------------------------------------------------------------------------------------
@@ -175,7 +177,8 @@ def write_report(out: Path, cfg: ReproConfig, coldstart: dict[str, Any] | None =
     lines = [
         "# paravt repro: the paper's training comparison at CPU scale",
         "",
-        f"Recipe `{cfg.recipe}` (overrides: {', '.join(cfg.overrides) or 'none'}); RL steps per arm: "
+        f"Recipe `{cfg.recipe}` (overrides: {', '.join(cfg.overrides) or 'none'}); held-out evaluation at "
+        f"K = {cfg.eval_frame_budget or 'each policy card'}; RL steps per arm: "
         f"{cfg.steps or 'the recipe'}; seeds: {', '.join(map(str, seeds)) or 'none finished'}; every arm starts "
         f"from one shared cold start (`{coldstart_model(out)}`). Mean ± standard deviation over seeds; training "
         "figures are the mean of the last quarter of the RL steps (first step in brackets).",

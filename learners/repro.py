@@ -63,6 +63,10 @@ class ReproConfig:
     """Held-out samples each final policy is evaluated on (None: all of them)."""
     dispatch: tuple[str, ...] = ("parallel", "sequential")
     """Tool dispatch modes each final policy is evaluated with."""
+    eval_frame_budget: int | None = None
+    """Overview frames K of the held-out evaluations, the same for every arm (None: each policy card's).
+    The paper trains its fixed-budget arms at K=64; on short synthetic videos K=64 shows every needle, so the
+    evaluation that shows whether a policy uses the tool needs a smaller K."""
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.arms if a not in ARMS]
@@ -162,7 +166,7 @@ def check_config(cfg: ReproConfig, out: Path) -> None:
     mine = asdict(cfg)
     if path.is_file():
         theirs = json.loads(path.read_text())
-        fixed = ("recipe", "steps", "overrides", "eval_limit")
+        fixed = ("recipe", "steps", "overrides", "eval_limit", "eval_frame_budget")
         changed = [k for k in fixed if _norm(theirs.get(k)) != _norm(mine.get(k))]
         if changed:
             raise ValueError(f"{out} holds a repro run with other settings ({', '.join(changed)}): "

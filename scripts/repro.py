@@ -23,6 +23,8 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--seeds", default="0,1,2", help="comma-separated RL seeds (default 0,1,2)")
     p.add_argument("--steps", type=int, default=None, help="RL steps per arm (default: the recipe's)")
     p.add_argument("--eval-limit", type=int, default=None, help="held-out samples per evaluation (default all)")
+    p.add_argument("--eval-frame-budget", type=int, default=None,
+                   help="overview frames K of the held-out evaluations, every arm alike (default: each card's)")
     p.add_argument("--report-only", action="store_true", help="only rewrite the report from finished runs")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides for every stage and arm")
@@ -42,11 +44,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.steps is not None and args.steps < 1:
         raise ValueError(f"--steps must be at least 1, got {args.steps}")
+    if args.eval_frame_budget is not None and args.eval_frame_budget < 1:
+        raise ValueError(f"--eval-frame-budget must be at least 1, got {args.eval_frame_budget}")
     if args.eval_limit is not None and args.eval_limit < 1:
         raise ValueError(f"--eval-limit must be at least 1, got {args.eval_limit}")
     cfg = ReproConfig(recipe=args.recipe, arms=tuple(a.strip() for a in args.arms.split(",") if a.strip()),
                       seeds=_ints(args.seeds, "seeds"), steps=args.steps, overrides=tuple(args.overrides),
-                      eval_limit=args.eval_limit)  # fmt: skip
+                      eval_limit=args.eval_limit, eval_frame_budget=args.eval_frame_budget)  # fmt: skip
     out = Path(args.out)
     progress = not args.no_progress
     from scripts.train import _sigterm_interrupts
@@ -66,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         def after_arm(arm: str, seed: int, run_dir: Path) -> None:
             heldout = out / "coldstart" / "heldout"
             for d in cfg.dispatch:
-                timed("evaluation", evaluate_run, run_dir, heldout, d, cfg.eval_limit, progress)
+                timed("evaluation", evaluate_run, run_dir, heldout, d, cfg, progress)
             write_report(out, cfg, coldstart_summary(out), wall)  # a partial report after every run
 
         t0 = time.perf_counter()
