@@ -204,6 +204,9 @@ def write_report(out: Path, cfg: ReproConfig, coldstart: dict[str, Any] | None =
         lines.append("")
 
     table("(A) Format under RL: Exploration Anchoring", [("format_reward", "f_τ"), ("format_compliance", "compliance")])
+    lines += ["f_τ is each arm's own format term: the released reward (answer-suffix weighting, anchor bonus) and the "
+              "vanilla one have different scales, so compare f_τ within an arm over time; format compliance (every "
+              "turn parses, the last one answers) is the same measure for every arm.", ""]  # fmt: skip
     table("(B) Tool use under RL: nFrames Gating", [("tool_calls_per_rollout", "κ"), ("accuracy", "train accuracy")])
 
     lines += ["## (C) Held-out accuracy of the final policies, parallel vs sequential dispatch", "",
