@@ -192,8 +192,8 @@ def _build(cls, data: dict[str, Any], where: str):
 
 
 def _typed(value: Any, hint: Any, key: str) -> Any:
-    """``value`` checked against the field's annotation (and ints widened to float, lists to tuples): a wrong
-    type is an error naming the key, the type expected and the value, before any work starts."""
+    """``value`` checked against the field's annotation (lists become tuples): a wrong type is an error naming
+    the key, the type expected and the value, before any work starts."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
@@ -217,9 +217,8 @@ def _typed(value: Any, hint: Any, key: str) -> Any:
         ok = isinstance(value, bool)
     elif hint is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
-    elif hint is float:
+    elif hint is float:  # an int is a float here; kept as written (cache keys hash the values as given)
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        value = float(value) if ok else value
     elif hint is str:
         ok = isinstance(value, str)
     else:  # Any and anything else: left to the dataclass
