@@ -289,11 +289,11 @@ class Trainer:
         path = self.out / "config.json"
         if not path.is_file():
             return
-        old, new = json.loads(path.read_text()), json.loads(json.dumps(self.cfg.as_dict()))
-        changed = sorted(k for k in _flat(old).keys() | _flat(new).keys()
-                         if k != "steps" and not k.startswith("log.") and _flat(old).get(k) != _flat(new).get(k))  # fmt: skip
+        old, new = _flat(json.loads(path.read_text())), _flat(json.loads(json.dumps(self.cfg.as_dict())))
+        changed = sorted(k for k in old.keys() | new.keys()
+                         if k != "steps" and not k.startswith("log.") and old.get(k) != new.get(k))  # fmt: skip
         if changed and not allow:
-            details = "; ".join(f"{k}: {_flat(old).get(k)!r} -> {_flat(new).get(k)!r}" for k in changed[:6])
+            details = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:6])
             raise ValueError(f"--resume with settings other than {path}'s ({details}); pass --allow-config-change "
                              "to continue under the new ones, or use a new --out")  # fmt: skip
         if changed:
