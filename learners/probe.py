@@ -246,7 +246,6 @@ def summarise(rows: list[dict[str, Any]], overview: dict[str, float], cfg: Probe
             for where in ("response", "answer")}
         for c in ("grey", "other")
     }  # fmt: skip
-    answers = sorted({a for r in rows for a in [r["texts"]["oracle"]]})
     gap = {**overview}
     budgets = [f"K={k}" for k in cfg.overview_budgets]
     if len(budgets) >= 2:
@@ -257,7 +256,7 @@ def summarise(rows: list[dict[str, Any]], overview: dict[str, float], cfg: Probe
         "accuracy": accuracy,
         "follows_other": mean(r["follows_other"] for r in rows),
         "same_answer_grey": mean(float(r["texts"]["grey"] == r["texts"]["oracle"]) for r in rows),
-        "distinct_oracle_responses": len(answers),
+        "distinct_oracle_responses": len({r["texts"]["oracle"] for r in rows}),
         "logit_shift": shifts,
         "tool_necessity": gap,
         "settings": {"window": cfg.window, "overview_budgets": list(cfg.overview_budgets),
