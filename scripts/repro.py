@@ -77,7 +77,10 @@ def run(args: argparse.Namespace) -> int:
         run_training(cfg, out, progress=progress, on_arm=after_arm)
         wall["total (this invocation)"] = time.perf_counter() - t0
         timed("evaluation", evaluate_coldstart, out, cfg, progress)
-    elif not (out / "repro.json").is_file():
-        raise FileNotFoundError(f"{out} holds no repro run (no repro.json)")
+    else:  # the report of the run on disk, under the settings it was run with
+        if not (out / "repro.json").is_file():
+            raise FileNotFoundError(f"{out} holds no repro run (no repro.json)")
+        saved = json.loads((out / "repro.json").read_text())
+        cfg = ReproConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()})
     print(write_report(out, cfg, coldstart_summary(out), wall), end="")
     return 0

@@ -34,4 +34,8 @@ def test_repro_smoke_resumes_and_reports(tmp_path, monkeypatch, capsys):
     assert main(args) == 0 and cold.stat().st_mtime == mtime
     assert main([*args[:-len(FAST)], *FAST[:-1]]) == 1
     assert "other settings" in capsys.readouterr().err
+    # --report-only rewrites the report under the settings the run was made with
+    (out / "report.md").unlink()
+    assert main(["repro", "--out", str(out), "--report-only"]) == 0
+    assert "sft.steps=4" in (out / "report.md").read_text() and "seeds: 0;" in (out / "report.md").read_text()
     assert main(["repro", "--out", str(tmp_path / "none"), "--report-only"]) == 1
