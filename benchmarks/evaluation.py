@@ -3,8 +3,10 @@
 Each finished sample is appended to ``DIR/results.jsonl`` at once (flushed and fsynced); rerunning with the
 same ``--out`` skips every sample already there, so an interrupted run loses at most the episodes in flight
 and never counts a sample twice. A sample that fails (a corrupt video, a server error after retries) is
-recorded with its error and counted, never aborts the run. ``DIR/summary.json``, ``DIR/report.md`` and
-``DIR/report.png`` are rewritten at the end from the whole ``results.jsonl``.
+recorded with its error and counted, never aborts the run; failures that may not recur (server unreachable,
+timeout, 5xx) are marked ``transient`` and run again on resume. One process at a time writes ``DIR`` (an OS
+lock on ``DIR/eval.lock``). ``DIR/summary.json``, ``DIR/report.md`` and ``DIR/report.png`` are rewritten at
+the end from the whole ``results.jsonl``.
 """
 
 from __future__ import annotations
