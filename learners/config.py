@@ -218,6 +218,11 @@ def _typed(value: Any, hint: Any, key: str) -> Any:
     elif hint is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif hint is float:  # an int is a float here; kept as written (cache keys hash the values as given)
+        if isinstance(value, str):  # YAML 1.1 reads "1e-3" (no dot) as a string
+            try:
+                value = float(value)
+            except ValueError:
+                pass
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     elif hint is str:
         ok = isinstance(value, str)

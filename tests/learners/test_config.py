@@ -27,5 +27,8 @@ def test_values_are_normalised():
     cfg = load_recipe("tiny_cpu", ["optim.lr=1", "data.event_scale=[1, 1]", "model.path=null"])
     assert cfg.optim.lr == 1 and cfg.data.event_scale == (1.0, 1.0) and cfg.model.path is None
     assert isinstance(cfg.sft.frame_budgets, tuple)
+    import yaml
+
+    assert load_recipe("tiny_cpu", [f"optim.lr={yaml.safe_dump('1e-3').strip()}"]).optim.lr == 1e-3
     for name in ("tiny_cpu", "paragrpo_qwen3vl_8b", "vanilla_grpo_qwen3vl_8b"):
         load_recipe(name)  # the shipped recipes pass their own types
