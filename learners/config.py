@@ -172,6 +172,12 @@ class TrainConfig:
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @property
+    def think_prefix(self) -> bool:
+        """Whether every response starts with a forced ``<think>\\n`` (PARA-GRPO's constrained opening; the
+        release's vanilla GRPO has none). The prefix is prompt: the reward scores only what follows it."""
+        return self.algorithm == "para_grpo" and self.para.think_prefix
+
 
 def _build(cls, data: dict[str, Any], where: str):
     if not isinstance(data, dict):

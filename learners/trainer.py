@@ -111,7 +111,7 @@ def reward_config(cfg: TrainConfig) -> RewardConfig:
 
 
 def uses_think_prefix(cfg: TrainConfig) -> bool:
-    return cfg.algorithm == "para_grpo" and cfg.para.think_prefix
+    return cfg.think_prefix
 
 
 def env_config(cfg: TrainConfig) -> EnvConfig:

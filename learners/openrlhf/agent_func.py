@@ -11,7 +11,10 @@ sub-agent generations, so this executor drives ``VideoToolEnv`` itself:
 4. crops run in the env (in parallel); in "subagent" mode each crop's sub-agent generation is issued on
    the same engine, concurrently (weight sharing);
 5. tool responses (text and frames) come back as loss-masked user turns; the episode's scalar reward is
-   the env's ``compute_reward`` (``RewardConfig.paravt()`` by default: sequence-granularity anchoring).
+   the env's ``compute_reward`` (``RewardConfig.paravt()`` by default: sequence-granularity anchoring);
+6. with ``response_prefix`` set (PARA-GRPO: ``<think>\n``) every assistant turn opens with it: prompt tokens,
+   outside the action ranges, and left out of what the reward scores, as in the local learner and the
+   release.
 
 Options come from the environment variable ``PARAVT_ENV_OPTIONS`` (JSON of ``EnvConfig`` fields plus
 ``epoch``), set by ``paravt train --backend openrlhf``.
@@ -52,6 +55,9 @@ class AgentExecutor(AgentExecutorBase):
     def __init__(self, options: dict[str, Any] | None = None) -> None:
         self.options = dict(env_options() if options is None else options)
         self.epoch = int(self.options.pop("epoch", 0))
+        # The forced opening of every assistant turn (PARA-GRPO: "<think>\n"): prompt tokens here, and the
+        # env's reward scores only the text after it.
+        self.prefix = str(self.options.get("response_prefix", ""))
 
     async def _generate(self, llm_engine, tokens, images, sampling_params, max_tokens):
         params = deepcopy(sampling_params)
@@ -82,7 +88,7 @@ class AgentExecutor(AgentExecutorBase):
     async def _play(self, env, sample, prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, per_turn):
         obs, info = await asyncio.to_thread(env.reset, options={"sample": sample, "epoch": self.epoch})
         first = (f"<|im_start|>system\n{info['system_prompt']}<|im_end|>\n<|im_start|>user\n"
-                 f"{inline_images(info['user_prompt'])}<|im_end|>\n<|im_start|>assistant\n")  # fmt: skip
+                 f"{inline_images(info['user_prompt'])}<|im_end|>\n<|im_start|>assistant\n{self.prefix}")  # fmt: skip
         tokens, mm, pil = process_prompt_with_images(hf_tokenizer, first, _pil(obs["frames"]))
         logprobs = [0.0] * len(tokens)
         action_ranges, truncated, reward, breakdown, calls = [], False, 0.0, {}, 0
@@ -99,7 +105,7 @@ class AgentExecutor(AgentExecutorBase):
             tokens = tokens + list(out.token_ids)
             action_ranges.append((start, len(tokens)))
             logprobs += [next(iter(d.values())).logprob for d in (out.logprobs or [])] or [0.0] * len(out.token_ids)
-            obs, reward, term, trunc, info = await asyncio.to_thread(env.step, out.text)
+            obs, reward, term, trunc, info = await asyncio.to_thread(env.step, self.prefix + out.text)
             calls += info["tool_calls"]["executed"]
             done = term or trunc
             if done:
@@ -108,7 +114,7 @@ class AgentExecutor(AgentExecutorBase):
                 break
             closing = end_of_turn if out.finish_reason == "length" else []
             feedback = "\n" if not closing else ""
-            text = f"{feedback}<|im_start|>user\n{inline_images(obs['text'])}<|im_end|>\n<|im_start|>assistant\n"
+            text = f"{feedback}<|im_start|>user\n{inline_images(obs['text'])}<|im_end|>\n<|im_start|>assistant\n{self.prefix}"
             new_tokens, new_mm, new_pil = process_prompt_with_images(hf_tokenizer, text, _pil(obs["frames"]))
             new_tokens = closing + new_tokens
             tokens = tokens + new_tokens

@@ -44,6 +44,8 @@ def env_options(cfg: TrainConfig) -> dict[str, Any]:
         "crop_max_frames": e.crop_max_frames, "min_pixels": e.min_pixels, "max_pixels": e.max_pixels,
         "tool_result": e.tool_result, "seed": cfg.seed,
         "nframes_gating": cfg.algorithm == "para_grpo" and para.nframes_gating,
+        # PARA-GRPO's forced "<think>\n": the executor puts it in the prompt, the env scores what follows it
+        "response_prefix": "<think>\n" if cfg.think_prefix else "",
     }  # fmt: skip
     if cfg.algorithm == "para_grpo" and para.anchoring == "token":
         raise ValueError("token-granularity anchoring is local-only (OpenRLHF takes one scalar reward per sample)")

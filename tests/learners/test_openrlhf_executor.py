@@ -76,3 +76,44 @@ def test_executor_uses_the_shared_gating(tiny_qwen3, synth_small):
     r = run_local_episode(tiny_qwen3, s, max_new_tokens=8, nframes_gating=True, max_turns=1, epoch=3)
     assert r["extra_logs"]["K"] == gated_frame_budget(s.id, 3, 0)
     assert len(r["observation_tokens"]) == len(r["rollout_log_probs"])
+
+
+class PrefixedEngine(ScriptedEngine):
+    """The same episode as a policy writes it after a forced ``<think>\\n`` (the prefix is not generated)."""
+
+    def _generate(self, ids, params, mm):
+        global TURNS
+        saved = TURNS
+        TURNS = [t.removeprefix("<think>") for t in saved]
+        try:
+            return super()._generate(ids, params, mm)
+        finally:
+            TURNS = saved
+
+
+def test_think_prefix_is_prompt_and_the_reward_scores_only_generated_text(tiny_qwen3, synth_small):
+    from transformers import AutoTokenizer
+
+    _, samples = synth_small
+    s = samples[0]
+    plain = run_local_episode(tiny_qwen3, s, engine=ScriptedEngine, frame_budget=4, max_turns=3)
+    forced = run_local_episode(tiny_qwen3, s, engine=PrefixedEngine, frame_budget=4, max_turns=3,
+                               response_prefix="<think>\n")  # fmt: skip
+    tokenizer = AutoTokenizer.from_pretrained(tiny_qwen3)
+    toks, ranges = forced["observation_tokens"], forced["action_ranges"]
+    # each assistant turn opens with the forced prefix, outside the action ranges (never trained on)
+    for a, _ in ranges:
+        assert tokenizer.decode(toks[:a]).endswith("<|im_start|>assistant\n<think>\n")
+        assert not tokenizer.decode(toks[a : a + 1]).startswith("<think>")
+    # same turns, same accuracy and tool use; the format term no longer credits a <think> the policy never wrote
+    assert forced["extra_logs"]["kappa"] == plain["extra_logs"]["kappa"] == 2.0
+    assert forced["extra_logs"]["accuracy"] == plain["extra_logs"]["accuracy"]
+    assert forced["extra_logs"]["format"] < plain["extra_logs"]["format"]
+
+
+def test_launcher_passes_the_think_prefix_of_the_arm():
+    from learners.config import load_recipe
+    from learners.openrlhf.launcher import env_options
+
+    assert env_options(load_recipe("tiny_cpu"))["response_prefix"] == "<think>\n"
+    assert env_options(load_recipe("tiny_cpu", ["algorithm=grpo"]))["response_prefix"] == ""
