@@ -110,6 +110,23 @@ def eval_options(policy: str, dispatch: str = "parallel", **given) -> EvalOption
     return EvalOptions(dispatch=dispatch, response_prefix="<think>\n" if card.get("think_prefix") else "", **pick)
 
 
+def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *, dispatch: str = "parallel",
+                        limit: int | None = None, frame_budget: int | None = None, max_new_tokens: int = 2048,
+                        progress: bool = True) -> dict[str, Any]:  # fmt: skip
+    """``paravt eval --policy hf:MODEL --data DATA --out OUT [--dispatch D] [--frame-budget K]``: a checkpoint
+    trained here, every other option from its policy card; every sample asked for counts in ``n``."""
+    from paravt_env import load_samples
+
+    from .policies import make_agent_factory
+
+    spec = f"hf:{model}"
+    options = eval_options(spec, dispatch, frame_budget=frame_budget)
+    samples = load_samples(data, strict=False, keep_missing=True)[: limit or None]
+    factory, subagent = make_agent_factory(spec, max_new_tokens=max_new_tokens, tool_result=options.tool_result)
+    return evaluate(samples, factory, out, options, progress=progress, subagent=subagent,
+                    run_config={"policy": spec, "data": str(data)})  # fmt: skip
+
+
 def grounding_span(text: str) -> tuple[float, float] | None:
     """A time span in an answer: ``[s, e]`` / ``s, e`` (the reward's form) or ``s - e seconds``."""
     from paravt_env.rewards import parse_span

@@ -26,7 +26,7 @@ from typing import Any
 
 from learners.repro import ARM_LABELS, ReproConfig, coldstart_model, finished_runs
 
-from .evaluation import eval_options, evaluate, read_results, summarize
+from .evaluation import evaluate_checkpoint, read_results, summarize
 
 PAPER = {
     "format_compliance": {"vanilla_grpo": "0.13", "para_grpo": "0.64 (peak)"},
@@ -42,32 +42,18 @@ TRAIN_METRICS = (
 )
 
 
-def evaluate_model(model: Path, heldout: Path, out: Path, dispatch: str, limit: int | None,
-                   progress: bool = False, frame_budget: int | None = None) -> dict[str, Any]:  # fmt: skip
-    """``paravt eval --policy hf:MODEL --data HELDOUT --dispatch D --out OUT [--frame-budget K]`` (other
-    settings from the policy card)."""
-    from paravt_env import load_samples
-
-    from .policies import make_agent_factory
-
-    spec = f"hf:{model}"
-    options = eval_options(spec, dispatch, frame_budget=frame_budget)
-    samples = load_samples(heldout, strict=False, keep_missing=True)[: limit or None]
-    factory, subagent = make_agent_factory(spec, max_new_tokens=256, tool_result=options.tool_result)
-    return evaluate(samples, factory, out, options, progress=progress, subagent=subagent,
-                    run_config={"policy": spec, "data": str(heldout)})  # fmt: skip
-
-
 def evaluate_run(run: Path, heldout: Path, dispatch: str, cfg: ReproConfig, progress: bool = False) -> dict[str, Any]:
     """An arm's final policy, into ``RUN/eval_DISPATCH``."""
-    return evaluate_model(run / "checkpoint" / "model", heldout, run / f"eval_{dispatch}", dispatch, cfg.eval_limit,
-                          progress, cfg.eval_frame_budget)  # fmt: skip
+    return evaluate_checkpoint(run / "checkpoint" / "model", heldout, run / f"eval_{dispatch}", dispatch=dispatch,
+                               limit=cfg.eval_limit, frame_budget=cfg.eval_frame_budget, max_new_tokens=256,
+                               progress=progress)  # fmt: skip
 
 
 def evaluate_coldstart(out: Path, cfg: ReproConfig, progress: bool = False) -> dict[str, Any]:
     """The shared cold start itself, parallel dispatch: the row every arm starts from."""
-    return evaluate_model(coldstart_model(out), out / "coldstart" / "heldout", out / "coldstart" / "eval_parallel",
-                          "parallel", cfg.eval_limit, progress, cfg.eval_frame_budget)  # fmt: skip
+    return evaluate_checkpoint(coldstart_model(out), out / "coldstart" / "heldout", out / "coldstart" / "eval_parallel",
+                               limit=cfg.eval_limit, frame_budget=cfg.eval_frame_budget, max_new_tokens=256,
+                               progress=progress)  # fmt: skip
 
 
 # --- aggregation --------------------------------------------------------------------------------------------

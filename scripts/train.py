@@ -66,15 +66,8 @@ def _sigterm_interrupts() -> None:
 def evaluate_heldout(out, progress: bool = True) -> str:
     """``paravt eval --policy hf:RUN/checkpoint/model --data RUN/heldout --out RUN/eval`` (the checkpoint's
     policy card supplies the env options), as Markdown."""
-    from benchmarks.evaluation import evaluate, to_markdown
-    from benchmarks.policies import make_agent_factory
-    from paravt_env import load_samples
-    from benchmarks.evaluation import eval_options
+    from benchmarks.evaluation import evaluate_checkpoint, to_markdown
 
-    spec = f"hf:{out / 'checkpoint' / 'model'}"
-    options = eval_options(spec)
-    factory, subagent = make_agent_factory(spec, max_new_tokens=2048, tool_result=options.tool_result)
-    data = out / "heldout"
-    summary = evaluate(load_samples(data), factory, out / "eval", options, progress=progress,
-                       run_config={"policy": spec, "data": str(data)}, subagent=subagent)  # fmt: skip
-    return to_markdown(summary, f"Held-out evaluation: {spec} on {data}")
+    model, data = out / "checkpoint" / "model", out / "heldout"
+    summary = evaluate_checkpoint(model, data, out / "eval", progress=progress)
+    return to_markdown(summary, f"Held-out evaluation: hf:{model} on {data}")
