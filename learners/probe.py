@@ -139,8 +139,7 @@ def probe_perception(policy: HFPolicy, samples: Sequence[VideoQASample], cfg: Pr
         raise ValueError("the probe needs at least 2 samples with recorded events (synthetic data)")
     # The probe swaps crop *frames*: they must come back as frames, whatever mode the policy was trained in.
     env = VideoToolEnv(list(samples), replace(cfg.env, tool_result="frames", subagent=None))
-    saved_temp, saved_tokens = policy.temperature, policy.max_new_tokens
-    policy.temperature, policy.max_new_tokens = 0.0, cfg.max_new_tokens
+    greedy = {"temperature": 0.0, "max_new_tokens": cfg.max_new_tokens}
     rows: list[dict[str, Any]] = []
     try:
         # Pass 1: each sample's episode up to the final answer, with its oracle crop executed.
@@ -162,7 +161,7 @@ def probe_perception(policy: HFPolicy, samples: Sequence[VideoQASample], cfg: Pr
                       "other": _fit(other_crop["frames"], crop["frames"])}  # fmt: skip
             prompts = {c: policy.encode([*history, Message("user", crop["text"], list(f))]) for c, f in frames.items()}
             with _no_tool_calls(policy):
-                gens = dict(zip(CONDITIONS, policy.generate_encoded([prompts[c] for c in CONDITIONS]), strict=True))
+                gens = dict(zip(CONDITIONS, policy.generate_encoded([prompts[c] for c in CONDITIONS], **greedy), strict=True))
             response = gens["oracle"].token_ids
             base = _response_logprobs(policy, prompts["oracle"], response)
             span = _answer_span(policy, response)
@@ -186,11 +185,10 @@ def probe_perception(policy: HFPolicy, samples: Sequence[VideoQASample], cfg: Pr
                 obs, info = env.reset(options={"sample": s, "frame_budget": k})
                 conv = [Message("system", info["system_prompt"]), observation_message("user", obs, info["user_prompt"])]
                 with _no_tool_calls(policy):
-                    [gen] = policy.generate_encoded([policy.encode(conv)])
+                    [gen] = policy.generate_encoded([policy.encode(conv)], **greedy)
                 right.append(_correct(gen.text, s))
             overview[f"K={k}"] = float(np.mean(right))
     finally:
-        policy.temperature, policy.max_new_tokens = saved_temp, saved_tokens
         env.close()
     return summarise(rows, overview, cfg)
 
