@@ -53,9 +53,9 @@ def run(args: argparse.Namespace) -> int:
                       eval_limit=args.eval_limit, eval_frame_budget=args.eval_frame_budget)  # fmt: skip
     out = Path(args.out)
     progress = not args.no_progress
-    from scripts.train import _sigterm_interrupts
+    from scripts.train import interrupt_on_sigterm
 
-    _sigterm_interrupts()  # a SIGTERM saves the running arm's checkpoint, as Ctrl-C does
+    interrupt_on_sigterm()  # a SIGTERM saves the running arm's checkpoint, as Ctrl-C does
     timing_path = out / "wall_s.json"
     wall = json.loads(timing_path.read_text()) if timing_path.is_file() else {}
 

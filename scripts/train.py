@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     trainer = Trainer(cfg, out, resume=args.resume, progress=not args.no_progress,
                       allow_config_change=args.allow_config_change)
-    _sigterm_interrupts()  # timeout, schedulers and docker stop send SIGTERM: save like Ctrl-C does
+    interrupt_on_sigterm()  # timeout, schedulers and docker stop send SIGTERM: save like Ctrl-C does
     heldout = write_heldout(cfg, out)  # before training: the split exists even if the run is interrupted
     try:
         rows = trainer.train(args.steps)
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sigterm_interrupts() -> None:
+def interrupt_on_sigterm() -> None:
     import signal
 
     def interrupt(signum, frame):
