@@ -27,6 +27,8 @@ class EpisodeResult:
     terminated: bool
     truncated: bool
     actions: list[str] = field(default_factory=list, repr=False)
+    final_info: dict[str, Any] = field(default_factory=dict, repr=False)
+    """The last step's info (the release protocol's ``final_response`` and ``error`` are there)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -45,8 +47,9 @@ def play_episode(
     actions = []
     terminated = truncated = False
     reward = 0.0
+    reads_info = getattr(agent, "reads_info", False)  # model agents take each step's info (listed messages)
     while not (terminated or truncated):
-        action = agent.act(obs)
+        action = agent.act(obs, info) if reads_info else agent.act(obs)
         actions.append(action)
         obs, reward, terminated, truncated, info = env.step(action)
         turns += 1
@@ -67,4 +70,5 @@ def play_episode(
         terminated=terminated,
         truncated=truncated,
         actions=actions,
+        final_info={k: v for k, v in info.items() if k in ("final_response", "error", "messages")},
     )

@@ -58,6 +58,10 @@ class EvalOptions:
     max_pixels: int = 50176
     response_prefix: str = ""
     """The prefix the policy's prompt forces (scored as prompt, not as the policy's text)."""
+    protocol: str = "paravt"
+    """"release": the released driver's messages and its scoring (``release_score``); see ``EnvConfig``."""
+    subtitles: bool = False
+    """Show each video's subtitles before the question (Video-MME w/ subs)."""
 
     def env_config(self, subagent: Any = None) -> EnvConfig:
         return EnvConfig(
@@ -74,6 +78,8 @@ class EvalOptions:
             min_pixels=self.min_pixels,
             max_pixels=self.max_pixels,
             response_prefix=self.response_prefix,
+            protocol=self.protocol,
+            subtitles=self.subtitles,
         )
 
 
@@ -94,7 +100,8 @@ def policy_card(spec: str) -> dict:
     return read_card(path)
 
 
-def eval_options(policy: str, dispatch: str = "parallel", **given) -> EvalOptions:
+def eval_options(policy: str, dispatch: str = "parallel", *, protocol: str = "paravt", subtitles: bool = False,
+                 **given) -> EvalOptions:  # fmt: skip
     """Options given (None: not given), then the checkpoint's card, then the paper's eval defaults."""
     unknown = sorted(set(given) - set(OPTION_KEYS))
     if unknown:
@@ -107,7 +114,10 @@ def eval_options(policy: str, dispatch: str = "parallel", **given) -> EvalOption
         value = given.get(key)
         pick[key] = value if value is not None else trained.get(key, getattr(defaults, key))
     pick["min_pixels"] = min(trained.get("min_pixels", defaults.min_pixels), pick["max_pixels"])
-    return EvalOptions(dispatch=dispatch, response_prefix="<think>\n" if card.get("think_prefix") else "", **pick)
+    if protocol == "release" and pick["prompt_mode"] == "agentic":
+        pick["prompt_mode"] = "agentic_general"  # the release's name, so the config says what ran
+    return EvalOptions(dispatch=dispatch, response_prefix="<think>\n" if card.get("think_prefix") else "",
+                       protocol=protocol, subtitles=subtitles, **pick)  # fmt: skip
 
 
 def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *, dispatch: str = "parallel",
@@ -155,6 +165,22 @@ def score_prediction(prediction: str, answer: str, question_type: str) -> float:
             1.0 if normalize_text(prediction) == normalize_text(answer) else mcq_accuracy(prediction, answer)
         )
     return answer_accuracy(prediction, answer, question_type, "f1")
+
+
+def release_result(sample: VideoQASample, final_info: dict[str, Any]) -> tuple[float, str, str, bool, dict]:
+    """(score, prediction, answer, correct, extra) of an episode under the release protocol, scored as the
+    released driver scores: the option letter against its answer, or IoU (``correct``: IoU >= 0.5)."""
+    from paravt_env.data.release_questions import release_fields
+    from paravt_env.rewards.release_scores import release_score
+
+    fields = release_fields(sample)
+    final = final_info.get("final_response", "")
+    span = tuple(fields["span"]) if fields.get("span") else None
+    if final_info.get("error"):  # the driver fails the sample: an error row scoring 0
+        return 0.0, "", fields["answer"], False, {"final_response": ""}
+    score, pred = release_score(final, is_mcq=fields["is_mcq"], answer=fields["answer"], span=span)
+    correct = score == 1.0 if fields["is_mcq"] else score >= 0.5
+    return score, pred, fields["answer"], correct, {"final_response": final[:500]}
 
 
 def is_correct(score: float, question_type: str) -> bool:
@@ -315,12 +341,18 @@ def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurren
         t0 = time.perf_counter()
         try:
             ep = play_episode(env_for_thread(), make_agent(), options={"sample": sample})
-            score = score_prediction(ep.prediction, sample.answer, sample.question_type)
+            if options.protocol == "release":
+                score, prediction, answer, correct, extra = release_result(sample, ep.final_info)
+            else:
+                score, prediction, answer = (
+                    score_prediction(ep.prediction, sample.answer, sample.question_type), ep.prediction, sample.answer
+                )  # fmt: skip
+                correct, extra = is_correct(score, sample.question_type), {}
             row = SampleResult(
                 id=sample.id, question_type=sample.question_type, duration=sample.duration,
-                prediction=ep.prediction, answer=sample.answer, score=score,
-                correct=is_correct(score, sample.question_type), reward=ep.reward, tool_calls=ep.tool_calls,
-                turns=ep.turns, frame_budget=ep.frame_budget, wall_s=time.perf_counter() - t0,
+                prediction=prediction, answer=answer, score=score, correct=correct, reward=ep.reward,
+                tool_calls=ep.tool_calls, turns=ep.turns, frame_budget=ep.frame_budget,
+                wall_s=time.perf_counter() - t0, error=ep.final_info.get("error"), extra=extra,
             )  # fmt: skip
         except Exception as exc:  # one sample's failure is recorded and counted, never fatal
             row = SampleResult(

@@ -14,7 +14,7 @@ MODEL_PREFIXES = ("hf:", "openai:", "sglang:")
 
 
 def make_agent_factory(
-    spec: str, *, max_new_tokens: int = 2048, tool_result: str = "frames"
+    spec: str, *, max_new_tokens: int = 2048, tool_result: str = "frames", protocol: str = "paravt"
 ) -> tuple[Callable[[], Any], Any]:
     """A zero-argument agent factory for ``spec``, and the sub-agent the env should call (or ``None``)."""
     if spec in BASELINES:
@@ -24,7 +24,7 @@ def make_agent_factory(
     if spec.startswith(MODEL_PREFIXES):
         from learners.policies import agent_for_spec  # torch/transformers/http stacks, imported only here
 
-        return agent_for_spec(spec, max_new_tokens=max_new_tokens, tool_result=tool_result)
+        return agent_for_spec(spec, max_new_tokens=max_new_tokens, tool_result=tool_result, protocol=protocol)
     raise ValueError(
         f"unknown policy {spec!r}; use one of {sorted(BASELINES)} or hf:PATH, openai:URL, sglang:URL"
     )

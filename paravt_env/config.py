@@ -9,9 +9,12 @@ from typing import Any
 
 from .gating import FRAME_BUDGETS
 from .protocol import PROMPT_MODES
+from .protocol.release import release_mode
 from .rewards import RewardConfig
 from .tools import DISPATCH_MODES, TOOL_RESULT_MODES, BatchSubAgent
 from .video import BACKENDS
+
+PROTOCOLS = ("paravt", "release")
 
 
 def _is_int(value: Any) -> bool:
@@ -54,7 +57,18 @@ class EnvConfig:
     max_pixels: int = 50176
     """Pixel budget of every frame, upper bound (ParaVT: 50176 = 64 visual tokens)."""
     prompt_mode: str = "agentic"
-    """System prompt: "agentic", "agentic_minimal", "reasoning" (think -> answer) or "direct"."""
+    """System prompt: "agentic" (alias "agentic_general"), "agentic_minimal", "reasoning" (think -> answer) or
+    "direct"."""
+    protocol: str = "paravt"
+    """"paravt": our messages (time-tagged frames, a duration line, one tool-response message per turn,
+    ``max_turns`` counts turns). "release": the released eval driver's, rule for rule (its prompts and
+    question texts, qwen-vl-utils frames, one message per crop, ``max_turns`` counts rounds of tool calls
+    followed by a forced final answer; see ``paravt_env.release_episode``), so that a released checkpoint
+    sees what it was evaluated on. ``crop_fps``, ``crop_max_frames`` and the pixel budgets are the release's
+    own there."""
+    subtitles: bool = False
+    """Show the video's subtitles (``sample.extra["subtitle_path"]``, an ``.srt`` the loader found) before
+    the question: Video-MME "w/ subs"."""
     reward: RewardConfig = field(default_factory=RewardConfig.paravt)
     """Reward preset; default reproduces the released PARA-GRPO reward."""
     backend: str = "auto"
@@ -80,6 +94,10 @@ class EnvConfig:
             raise ValueError(f"EnvConfig.tool_result must be one of {TOOL_RESULT_MODES}, got {self.tool_result!r}")
         if self.prompt_mode not in PROMPT_MODES:
             raise ValueError(f"EnvConfig.prompt_mode must be one of {PROMPT_MODES}, got {self.prompt_mode!r}")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"EnvConfig.protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
+        if self.protocol == "release":
+            release_mode(self.prompt_mode)  # raises, naming the modes the release has
         for name in ("max_parallel", "max_turns", "frame_budget", "crop_max_frames", "max_action_chars"):
             value = getattr(self, name)
             if not _is_int(value) or value < 1:

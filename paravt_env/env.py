@@ -24,14 +24,17 @@ from gymnasium import spaces
 from .config import EnvConfig
 from .contact_sheet import contact_sheet
 from .data import VideoQASample, load_samples
+from .data.release_questions import parse_srt
 from .gating import gated_frame_budget
 from .protocol import parse_response, system_prompt
 from .protocol.markers import frames_block
+from .release_episode import ReleaseEpisode
 from .rewards import compute_reward, extract_answer
 from .spaces import AnyText, FrameBatch, Timestamps
 from .timing import StepTiming
 from .tools import CropSettings, render_tool_responses, run_tool_calls
 from .video import Frames, VideoDecodeError, VideoReader, open_video, sample_overview
+from .video.qwen_frames import VIDEO_MAX_PIXELS, release_overview
 
 logger = logging.getLogger(__name__)
 
@@ -110,10 +113,12 @@ class VideoToolEnv(gym.Env[dict, str]):
         cfg = self.config
         max_k = max(cfg.frame_budget, *cfg.gating_choices)
         max_frames = max(max_k, cfg.max_parallel * cfg.crop_max_frames)
+        # The release shows overview frames at qwen-vl-utils' default video budget (up to 768 tokens).
+        max_pixels = max(cfg.max_pixels, VIDEO_MAX_PIXELS) if cfg.protocol == "release" else cfg.max_pixels
         self.observation_space = spaces.Dict(
             {
                 "text": AnyText(MAX_TEXT_CHARS),
-                "frames": FrameBatch(max_frames, cfg.max_pixels),
+                "frames": FrameBatch(max_frames, max_pixels),
                 "timestamps": Timestamps(max_frames),
             }
         )
@@ -132,6 +137,7 @@ class VideoToolEnv(gym.Env[dict, str]):
         self._done = True
         self.frame_budget = cfg.frame_budget
         self._executed_calls = 0
+        self._release: ReleaseEpisode | None = None
 
     # --- episode ----------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
@@ -151,8 +157,15 @@ class VideoToolEnv(gym.Env[dict, str]):
         self._sample, self._reader, self.frame_budget, self.epoch = sample, reader, k, epoch
         self._turn_texts, self._seen, self._done = [], [overview], False
         self._executed_calls = 0
-        system = system_prompt(cfg.prompt_mode)
-        user = self._user_prompt(sample, reader, overview)
+        messages = None
+        if cfg.protocol == "release":
+            self._release = ReleaseEpisode(sample, reader, mode=cfg.prompt_mode, max_turns=cfg.max_turns,
+                                           max_parallel=cfg.max_parallel, subtitles=cfg.subtitles)  # fmt: skip
+            system, user, messages = self._release.opening(overview)
+        else:
+            self._release = None
+            system = system_prompt(cfg.prompt_mode)
+            user = self._user_prompt(sample, reader, overview)
         obs = self._obs(f"{system}\n\n{user}", overview)
         info = {
             "turn": 0,
@@ -173,6 +186,9 @@ class VideoToolEnv(gym.Env[dict, str]):
             },
             "timing": StepTiming(decode_s=decode_s, total_s=time.perf_counter() - t0),
         }
+        if messages is not None:
+            info["protocol"] = "release"
+            info["messages"] = messages
         return obs, info
 
     def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
@@ -183,6 +199,8 @@ class VideoToolEnv(gym.Env[dict, str]):
         text, notes = self._coerce(action)
         self._turn_texts.append(text)
         turn = len(self._turn_texts)
+        if self._release is not None:
+            return self._step_release(text, turn, t0)
         parsed = parse_response(text)
         calls = list(parsed.tool_calls)
         answered = parsed.answer is not None
@@ -244,6 +262,39 @@ class VideoToolEnv(gym.Env[dict, str]):
         )
         return self._obs(feedback, frames), reward, terminated, truncated, info
 
+    def _step_release(self, text: str, turn: int, t0: float) -> tuple[dict, float, bool, bool, dict]:
+        """A step under ``protocol="release"`` (see ``paravt_env.release_episode``)."""
+        out = self._release.step(text, self._executor())
+        self._executed_calls += out.executed
+        self._seen.append(out.frames)
+        info: dict[str, Any] = {
+            "turn": turn,
+            "frame_budget": self.frame_budget,
+            # Every dispatched call counts as executed, as the release's ``tool_calls`` does; crops that
+            # yielded no frame are also counted in ``failed``.
+            "tool_calls": {"requested": out.requested, "executed": out.executed, "rejected": 0, "failed": out.failed},
+            "parse_problems": [],
+            "action_truncated": False,
+            "messages": out.messages,
+        }
+        if out.max_new_tokens is not None:
+            info["max_new_tokens"] = out.max_new_tokens
+        reward = 0.0
+        if out.done:
+            self._done = True
+            breakdown = self._score()
+            reward = float(breakdown.total)
+            info["reward_breakdown"] = breakdown.as_dict()
+            info["prediction"] = extract_answer(self.agent_text)
+            info["final_response"] = out.final or ""
+            info["ground_truth"] = self._sample.answer
+            info["executed_tool_calls"] = self._executed_calls
+            if out.error:
+                info["error"] = out.error
+        info["timing"] = StepTiming(decode_s=out.decode_s, tool_wall_s=out.wall_s, total_s=time.perf_counter() - t0)
+        feedback = "\n".join(m["text"] for m in out.messages)
+        return self._obs(feedback, out.frames), reward, out.done, False, info
+
     # --- pieces -----------------------------------------------------------------------------------------
     def _pick(self, options: dict[str, Any], epoch: int) -> tuple[VideoQASample, VideoReader, int, Frames, float]:
         """The episode's sample, an open reader for it, its frame budget, its overview and the decode time.
@@ -288,6 +339,8 @@ class VideoToolEnv(gym.Env[dict, str]):
             k = cfg.frame_budget
         reader = self._open(sample)
         t_dec = time.perf_counter()
+        if cfg.protocol == "release":  # never fails: the release sends the question alone then
+            return reader, k, release_overview(reader, k), time.perf_counter() - t_dec
         try:
             overview = sample_overview(
                 reader, k, tolerance=cfg.overview_tolerance, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels
@@ -315,6 +368,10 @@ class VideoToolEnv(gym.Env[dict, str]):
             frames_block(overview.timestamps),
             f"Question: {sample.question_with_options()}",
         ]
+        if cfg.subtitles:
+            subtitles = parse_srt(sample.extra.get("subtitle_path"))
+            if subtitles:
+                lines.insert(2, f"The video's subtitles:\n{subtitles}")
         if cfg.prompt_mode.startswith("agentic"):
             lines.append(
                 f"You may call crop_video to look closer, several times in one turn (up to {cfg.max_parallel} "

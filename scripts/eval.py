@@ -30,8 +30,15 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--crop-max-frames", type=int, default=None, help="frames per crop (default: card, else 16)")
     p.add_argument("--max-pixels", type=int, default=None, help="pixel budget per frame (default: card, else 50176)")
     p.add_argument(
-        "--prompt-mode", choices=("direct", "reasoning", "agentic", "agentic_minimal"), default=None
+        "--prompt-mode", choices=("direct", "reasoning", "agentic", "agentic_general", "agentic_minimal"), default=None,
+        help="system prompt (default: card, else agentic; agentic_general is the release's name of agentic)",
     )
+    p.add_argument(
+        "--protocol", choices=("paravt", "release"), default="paravt",
+        help="release: the released eval driver's messages, frames, turns and scoring, so a released checkpoint "
+        "sees what it was evaluated on (--max-turns then counts rounds of tool calls)",
+    )
+    p.add_argument("--subtitles", action="store_true", help="show each video's .srt subtitles before the question")
     p.add_argument("--tool-result", choices=("frames", "subagent"), default=None)
     p.add_argument("--limit", type=int, default=None, help="only the first N samples")
     p.add_argument("--concurrency", type=int, default=1, help="episodes in flight (default 1)")
@@ -60,10 +67,12 @@ def run(args: argparse.Namespace) -> int:
     samples = load_samples(args.data, video_root=args.video_root, strict=False, keep_missing=True)
     if args.limit is not None:
         samples = samples[: args.limit]
-    options = eval_options(args.policy, args.dispatch, **{k: getattr(args, k) for k in OPTION_KEYS})
+    options = eval_options(args.policy, args.dispatch, protocol=args.protocol, subtitles=args.subtitles,
+                           **{k: getattr(args, k) for k in OPTION_KEYS})  # fmt: skip
+    options.env_config()  # a setting the env refuses fails here, with its message, before any sample runs
     preflight(args.policy)  # a server that is not up fails the run now, not every sample
     factory, subagent = make_agent_factory(
-        args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result
+        args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result, protocol=args.protocol
     )
     summary = evaluate(
         samples,

@@ -10,6 +10,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 
+# Test helpers shared by several test modules (tests/scripted_openai.py) import by name under importlib mode.
+if str(Path(__file__).parent) not in sys.path:
+    sys.path.append(str(Path(__file__).parent))
+
 
 @pytest.fixture(scope="session")
 def tvshim_on_path():

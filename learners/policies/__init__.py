@@ -12,9 +12,11 @@ from .base import Conversation, Generation, Message, Policy
 from .tiny_model import build_tiny_model  # light: imports torch/transformers only when called
 
 
-def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = "frames") -> tuple[Callable[[], Any], Any]:
+def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = "frames",
+                   protocol: str = "paravt") -> tuple[Callable[[], Any], Any]:  # fmt: skip
     """An agent factory (and the env's sub-agent, in "subagent" mode) for ``hf:PATH``, ``openai:URL[#MODEL]`` or
-    ``sglang:URL#TOKENIZER`` (greedy decoding: the paper's eval protocol)."""
+    ``sglang:URL#TOKENIZER`` (greedy decoding: the paper's eval protocol). Under ``protocol="release"`` an
+    OpenAI-compatible server gets its frames as JPEG 85, as the released driver sends them."""
     from .agent import PolicyAgent, PolicySubAgent
 
     if spec.startswith("hf:"):
@@ -32,7 +34,8 @@ def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = 
         from .remote import OpenAIPolicy
 
         url, _, model = spec[len("openai:") :].partition("#")  # openai:http://host:port/v1#model-name
-        policy = OpenAIPolicy(url, model or "default", max_new_tokens=max_new_tokens, temperature=0.0)
+        policy = OpenAIPolicy(url, model or "default", max_new_tokens=max_new_tokens, temperature=0.0,
+                              image_format="jpeg" if protocol == "release" else "png")  # fmt: skip
     elif spec.startswith("sglang:"):
         from transformers import AutoTokenizer
 

@@ -18,10 +18,27 @@ def observation_message(role: str, obs: dict[str, Any], text: str | None = None)
     return Message(role, obs["text"] if text is None else text, [f for f in obs["frames"]])
 
 
+def listed_messages(listing: Sequence[dict[str, Any]], obs: dict[str, Any]) -> list[Message]:
+    """The messages an observation holds when the env lists them (``info["messages"]``, under the release
+    protocol: one per crop), each with its share of the observation's frames, in order."""
+    frames = [f for f in obs["frames"]]
+    out, used = [], 0
+    for m in listing:
+        n = int(m.get("frames", 0))
+        out.append(Message(m["role"], m["text"], frames[used : used + n], as_parts=bool(m.get("parts"))))
+        used += n
+    if used != len(frames):
+        raise ValueError(f"info['messages'] takes {used} frames but the observation holds {len(frames)}")
+    return out
+
+
 class PolicyAgent:
-    """Keeps the conversation of one episode and asks the policy for each turn."""
+    """Keeps the conversation of one episode and asks the policy for each turn. Where the env lists the
+    messages of an observation (``info["messages"]``) they are kept as listed, and ``info["max_new_tokens"]``
+    caps the next generation (the release's forced final answer)."""
 
     name = "policy"
+    reads_info = True  # play_episode passes each step's info to act()
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
@@ -29,18 +46,27 @@ class PolicyAgent:
         self.generations: list = []
 
     def reset(self, obs: dict[str, Any], info: dict[str, Any], sample: Any = None) -> None:
-        self.conversation = [
-            Message("system", info["system_prompt"]),
-            Message("user", info["user_prompt"], [f for f in obs["frames"]]),
-        ]
+        if "messages" in info:
+            self.conversation = listed_messages(info["messages"], obs)
+        else:
+            self.conversation = [
+                Message("system", info["system_prompt"]),
+                Message("user", info["user_prompt"], [f for f in obs["frames"]]),
+            ]
         self.generations = []
         self._first = True
 
-    def act(self, obs: dict[str, Any]) -> str:
-        if not self._first:  # the env's feedback (tool responses and their frames) comes back as a user turn
-            self.conversation.append(observation_message("user", obs))
+    def act(self, obs: dict[str, Any], info: dict[str, Any] | None = None) -> str:
+        info = info or {}
+        if not self._first:  # the env's feedback (tool responses and their frames) comes back as user turns
+            if "messages" in info:
+                self.conversation += listed_messages(info["messages"], obs)
+            else:
+                self.conversation.append(observation_message("user", obs))
         self._first = False
-        [gen] = self.policy.generate([self.conversation])
+        cap = info.get("max_new_tokens")
+        kwargs = {"max_new_tokens": int(cap)} if cap else {}
+        [gen] = self.policy.generate([self.conversation], **kwargs)
         self.generations.append(gen)
         self.conversation.append(Message("assistant", gen.text))
         return gen.text

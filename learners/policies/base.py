@@ -23,6 +23,8 @@ class Message:
     role: str
     text: str
     images: list[np.ndarray] = field(default_factory=list)
+    as_parts: bool = False
+    """Send the content as a list of parts even without images (the release's first user turn is a list)."""
 
     def __post_init__(self) -> None:
         n = self.text.count(IMAGE_PLACEHOLDER)
@@ -61,4 +63,6 @@ class Generation:
 class Policy(Protocol):
     """A batched turn generator (the main agent, a sub-agent, or both: ParaVT shares the weights)."""
 
-    def generate(self, conversations: Sequence[Conversation]) -> list[Generation]: ...
+    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int | None = None) -> list[Generation]:
+        """The next assistant turn of each conversation (``max_new_tokens``: this call's cap, else the policy's)."""
+        ...

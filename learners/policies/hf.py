@@ -279,7 +279,7 @@ class HFPolicy:
         # Pads are prompt tokens (never trained on); give them 0 rather than -inf so masks multiply cleanly.
         return torch.where(suppressed, torch.zeros_like(lp), lp)
 
-    def generate(self, conversations: Sequence[Conversation]) -> list[Generation]:
-        """The next assistant turn of each conversation."""
-        return self.generate_encoded([self.encode(c) for c in conversations])
+    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int | None = None) -> list[Generation]:
+        """The next assistant turn of each conversation (``max_new_tokens``: this call's cap)."""
+        return self.generate_encoded([self.encode(c) for c in conversations], max_new_tokens=max_new_tokens)
 

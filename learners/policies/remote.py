@@ -4,7 +4,8 @@
   (``python -m sglang.launch_server --model-path Qwen/Qwen3-VL-8B-Instruct --port 30000``, then
   ``base_url="http://localhost:30000/v1"``), vLLM (``vllm serve Qwen/Qwen3-VL-8B-Instruct --port 8000``),
   or ``paravt serve --model DIR`` (this project's CPU server for local checkpoints). Frames go as PNG data
-  URLs, each after its ``<t seconds>`` marker; the conversations of a batch are sent concurrently.
+  URLs (JPEG 85 with ``image_format="jpeg"``, as the released driver sends them), each at its ``<image>``
+  placeholder; the conversations of a batch are sent concurrently.
 - ``SGLangPolicy(base_url)``: sglang's native ``/generate`` with the rendered prompt, ``image_data`` and
   ``return_logprob``, for RL rollouts that need the generated token ids and their log-probabilities.
 
@@ -72,10 +73,10 @@ def post_json(url: str, body: dict[str, Any], *, timeout: float, retries: int, b
     raise ServerError(f"{url} failed after {retries + 1} attempts (last: {last})", transient=True)
 
 
-def openai_messages(conversation: Conversation) -> list[dict[str, Any]]:
+def openai_messages(conversation: Conversation, image_format: str = "png") -> list[dict[str, Any]]:
     out = []
     for m in conversation:
-        if not m.images:
+        if not m.images and not m.as_parts:
             out.append({"role": m.role, "content": m.text})
             continue
         parts: list[dict[str, Any]] = []
@@ -84,7 +85,7 @@ def openai_messages(conversation: Conversation) -> list[dict[str, Any]]:
             if part["type"] == "text":
                 parts.append({"type": "text", "text": part["text"]})
             else:
-                parts.append({"type": "image_url", "image_url": {"url": to_data_url(next(frames))}})
+                parts.append({"type": "image_url", "image_url": {"url": to_data_url(next(frames), image_format)}})
         out.append({"role": m.role, "content": parts})
     return out
 
@@ -105,15 +106,19 @@ class OpenAIPolicy:
         backoff: float = 1.0,
         concurrency: int = 8,
         api_key: str | None = None,
+        image_format: str = "png",
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.image_format = image_format
         self.model, self.max_new_tokens, self.temperature, self.top_p = model, max_new_tokens, temperature, top_p
         self.timeout, self.retries, self.backoff, self.api_key = timeout, retries, backoff, api_key
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai-policy")
 
-    def _one(self, conversation: Conversation) -> Generation:
-        body = {"model": self.model, "messages": openai_messages(conversation), "max_tokens": self.max_new_tokens,
-                "temperature": self.temperature, "top_p": self.top_p}  # fmt: skip
+    def _one(self, conversation: Conversation, max_new_tokens: int | None = None) -> Generation:
+        body = {"model": self.model, "messages": openai_messages(conversation, self.image_format),
+                "max_tokens": max_new_tokens or self.max_new_tokens, "temperature": self.temperature}  # fmt: skip
+        if self.top_p != 1.0:  # 1.0 is every server's default: the request stays the one the release sends
+            body["top_p"] = self.top_p
         reply = post_json(f"{self.base_url}/chat/completions", body, timeout=self.timeout, retries=self.retries,
                           backoff=self.backoff, api_key=self.api_key)  # fmt: skip
         try:
@@ -124,8 +129,8 @@ class OpenAIPolicy:
         finish = "length" if choice.get("finish_reason") == "length" else "stop"
         return Generation(text=text, token_ids=[], logprobs=[], finish_reason=finish)
 
-    def generate(self, conversations: Sequence[Conversation]) -> list[Generation]:
-        return list(self._pool.map(self._one, conversations))
+    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int | None = None) -> list[Generation]:
+        return list(self._pool.map(lambda c: self._one(c, max_new_tokens), conversations))
 
 
 class SGLangPolicy:
@@ -144,11 +149,11 @@ class SGLangPolicy:
         chat = [{"role": m.role, "content": m.parts()} for m in conversation]
         return self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
 
-    def _one(self, conversation: Conversation) -> Generation:
+    def _one(self, conversation: Conversation, max_new_tokens: int | None = None) -> Generation:
         body = {
             "text": self.render(conversation),
             "image_data": [to_base64_png(f) for m in conversation for f in m.images] or None,
-            "sampling_params": {"temperature": self.temperature, "max_new_tokens": self.max_new_tokens},
+            "sampling_params": {"temperature": self.temperature, "max_new_tokens": max_new_tokens or self.max_new_tokens},
             "return_logprob": True,
         }
         reply = post_json(f"{self.base_url}/generate", body, timeout=self.timeout, retries=self.retries, backoff=self.backoff)
@@ -164,8 +169,8 @@ class SGLangPolicy:
         return Generation(text=reply.get("text", ""), token_ids=ids, logprobs=logprobs,
                           finish_reason="length" if kind == "length" else "stop")  # fmt: skip
 
-    def generate(self, conversations: Sequence[Conversation]) -> list[Generation]:
-        return list(self._pool.map(self._one, conversations))
+    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int | None = None) -> list[Generation]:
+        return list(self._pool.map(lambda c: self._one(c, max_new_tokens), conversations))
 
 
 __all__ = ["Message", "OpenAIPolicy", "SGLangPolicy", "ServerError"]

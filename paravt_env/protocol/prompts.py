@@ -67,6 +67,7 @@ from it, each tagged with its time like <12.3 seconds>. Reply with the final ans
 
 SYSTEM_PROMPTS: dict[str, str] = {
     "agentic": AGENTIC,
+    "agentic_general": AGENTIC,  # the release's name of its default agentic mode
     "agentic_minimal": AGENTIC_MINIMAL,
     "reasoning": REASONING,
     "direct": DIRECT,

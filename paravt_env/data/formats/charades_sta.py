@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import release_questions
 from ..sample import Event, VideoQASample
 from ._common import (
     Candidate,
@@ -47,6 +48,8 @@ def _denoise(x: float) -> float:
 
 def _sample(vid: str, caption: str, span: tuple[float, float], duration: float | None, n: str) -> Candidate:
     vid = vid.strip()
+    # The release scores against the span as stored (float16 noise included) and quotes the caption as is.
+    release = release_questions.charades(caption, (float(span[0]), float(span[1])))
     span = (_denoise(span[0]), _denoise(span[1]))
     for ext in (".mp4", ".MP4", ".avi", ".mkv", ".webm"):
         vid = vid.removesuffix(ext)
@@ -59,7 +62,7 @@ def _sample(vid: str, caption: str, span: tuple[float, float], duration: float |
         question_type="tvg",
         duration=duration,
         events=[Event(start, end, label=caption.strip())],
-        extra={"caption": caption.strip()},
+        extra={"caption": caption.strip(), "release": release},
     )
     return Candidate(sample, with_extensions(vid, ("", "Charades_v1_480/", "videos/", "Charades_v1/")))
 

@@ -9,6 +9,7 @@ The test files (``lvb_test_wo_gt.json``) hold no ``correct_choice``: they cannot
 
 from __future__ import annotations
 
+from .. import release_questions
 from ._common import Candidate, RowContext, as_float, drop_none, first_present, mcq, require, sample_id
 
 META = (
@@ -53,6 +54,9 @@ def read(row: dict, ctx: RowContext) -> list[Candidate]:
         answer_field="correct_choice",
         duration=as_float(row.get("duration"), "duration", ctx),
         extra=drop_none({k: row.get(k) for k in META}),
+    )
+    sample.extra["release"] = release_questions.longvideobench(
+        {**row, "correct_choice": choice if isinstance(choice, int) else sample.answer}
     )
     subtitle = row.get("subtitle_path")
     subtitles = [f"subtitles/{subtitle}", str(subtitle)] if subtitle else []

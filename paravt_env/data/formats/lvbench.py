@@ -9,6 +9,7 @@ it, one per line: ``"(A) ..."``), ``answer`` (a letter), ``question_type`` (a li
 
 from __future__ import annotations
 
+from .. import release_questions
 from ..sample import Event
 from ._common import (
     Candidate,
@@ -79,6 +80,7 @@ def _read_one(row: dict, ctx: RowContext) -> list[Candidate]:
             }
         ),
     )
+    sample.extra["release"] = release_questions.lvbench(row)
     videos = []
     if path is not None:
         videos += [str(path), f"videos/{path}"]

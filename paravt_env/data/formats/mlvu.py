@@ -10,6 +10,7 @@ Dev JSON rows: ``video`` (file name, under ``MLVU/video/<N>_<task>/``), ``durati
 
 from __future__ import annotations
 
+from .. import release_questions
 from ..sample import VideoQASample
 from ._common import (
     Candidate,
@@ -61,6 +62,7 @@ def read(row: dict, ctx: RowContext) -> list[Candidate]:
         sample = VideoQASample(
             qid, video, question, str(require(row, "answer", ctx)), "oe", duration=duration, extra=extra
         )
+    sample.extra["release"] = release_questions.mlvu(row)
     # Where the videos live: beside the file, in a folder per task (named like the JSON file, or after the
     # task), or in MLVU's own layout, MLVU/video/<N>_<task>/ next to MLVU/json/.
     folders = (

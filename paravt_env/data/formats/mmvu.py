@@ -9,6 +9,7 @@ rows name the file in ``video_path`` instead.
 
 from __future__ import annotations
 
+from .. import release_questions
 from ..sample import VideoQASample
 from ._common import LETTERS, Candidate, RowContext, drop_none, first_present, mcq, require, sample_id
 
@@ -50,5 +51,6 @@ def read(row: dict, ctx: RowContext) -> list[Candidate]:
         )  # fmt: skip
     else:
         sample = VideoQASample(qid, rel, question, str(require(row, "answer", ctx)), "oe", extra=extra)
+    sample.extra["release"] = release_questions.mmvu(row)
     videos = [rel] + ([rel.removeprefix("videos/")] if rel.startswith("videos/") else [f"videos/{rel}"])
     return [Candidate(sample, videos)]

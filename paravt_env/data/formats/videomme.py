@@ -10,6 +10,7 @@ string with a line per option).
 
 from __future__ import annotations
 
+from .. import release_questions
 from ._common import (
     Candidate,
     RowContext,
@@ -58,6 +59,7 @@ def _read_one(row: dict, ctx: RowContext) -> list[Candidate]:
         answer=require(row, "answer", ctx),
         extra=drop_none({k: row.get(k) for k in META}),
     )
+    sample.extra["release"] = release_questions.videomme(row)
     videos = with_extensions(vid, ("data/", "", "videos/", "video/"))
     return [
         Candidate(sample, videos, subtitles=[f"subtitle/{vid}.srt", f"subtitles/{vid}.srt", f"{vid}.srt"])
