@@ -2,6 +2,7 @@
 
 paravt eval --policy detector --data runs/synth --out runs/eval_detector [--dispatch sequential] ...
 paravt eval compare runs/eval_parallel runs/eval_sequential
+paravt eval suite --data-root $HF_HOME --policy openai:http://localhost:8000/v1#ParaVT-8B --protocol release --out runs/t1
 """
 
 from __future__ import annotations
@@ -13,8 +14,17 @@ import sys
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument(
-        "compare_dirs", nargs="*", metavar="compare DIR", help="'compare DIR1 DIR2 ...': side-by-side table"
+        "compare_dirs", nargs="*", metavar="compare DIR | suite",
+        help="'compare DIR1 DIR2 ...': side-by-side table; 'suite': the paper's seven columns from --data-root",
     )
+    p.add_argument("--data-root", help="suite: the folder laid out as the released driver's $HF_HOME")
+    p.add_argument("--columns", default=None, help="suite: comma-separated subset of the columns (default: all)")
+    p.add_argument(
+        "--grounding-prompt-mode", default=None,
+        help="suite: prompt mode of Charades-STA (default: agentic_minimal under the release protocol, as the "
+        "release's ParaVT-8B recipe; else the --prompt-mode)",
+    )
+    p.add_argument("--paper-rows", default=None, help="suite: JSON {row: {column: value}} of the paper's rows")
     p.add_argument(
         "--policy", help="detector | no_tool | uniform | oracle | hf:PATH | openai:URL | sglang:URL"
     )
@@ -53,9 +63,11 @@ def run(args: argparse.Namespace) -> int:
     from benchmarks.evaluation import OPTION_KEYS, compare, eval_options, evaluate, to_markdown
     from benchmarks.policies import make_agent_factory, preflight
 
+    if args.compare_dirs == ["suite"]:
+        return run_suite_command(args)
     if args.compare_dirs:
         if args.compare_dirs[0] != "compare" or len(args.compare_dirs) < 2:
-            raise ValueError("usage: paravt eval compare DIR1 [DIR2 ...]")
+            raise ValueError("usage: paravt eval compare DIR1 [DIR2 ...] | paravt eval suite --data-root DIR ...")
         print(compare(args.compare_dirs[1:]), end="")
         return 0
     missing = [f"--{k}" for k in ("policy", "data", "out") if not getattr(args, k)]
@@ -85,4 +97,35 @@ def run(args: argparse.Namespace) -> int:
         subagent=subagent,
     )
     print(to_markdown(summary, f"Evaluation: {args.policy} on {args.data}"), file=sys.stdout)
+    return 0
+
+
+def run_suite_command(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from benchmarks.evaluation import OPTION_KEYS, eval_options
+    from benchmarks.policies import make_agent_factory, preflight
+    from benchmarks.suite import COLUMN_KEYS, run_suite
+
+    missing = [f"--{k.replace('_', '-')}" for k in ("policy", "data_root", "out") if not getattr(args, k)]
+    if missing:
+        raise ValueError(f"paravt eval suite needs {', '.join(missing)}")
+    columns = tuple(c.strip() for c in args.columns.split(",")) if args.columns else COLUMN_KEYS
+    paper_rows = json.loads(Path(args.paper_rows).read_text()) if args.paper_rows else None
+    options = eval_options(args.policy, args.dispatch, protocol=args.protocol,
+                           **{k: getattr(args, k) for k in OPTION_KEYS})  # fmt: skip
+    grounding = args.grounding_prompt_mode or ("agentic_minimal" if args.protocol == "release" else options.prompt_mode)
+    options.env_config()
+    preflight(args.policy)
+    factory, subagent = make_agent_factory(
+        args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result, protocol=args.protocol
+    )
+    from benchmarks.suite import to_markdown
+
+    table = run_suite(args.data_root, factory, args.out, options, grounding_prompt_mode=grounding, columns=columns,
+                      limit=args.limit, concurrency=args.concurrency, progress=not args.no_progress,
+                      run_config={"policy": args.policy, "protocol": args.protocol, "data_root": str(args.data_root)},
+                      subagent=subagent, paper_rows=paper_rows)  # fmt: skip
+    print(to_markdown(table, {"policy": args.policy, "protocol": args.protocol}), end="")
     return 0
