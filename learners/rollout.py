@@ -16,7 +16,7 @@ from typing import Any
 
 from paravt_env.protocol import STRUCTURAL_TAGS
 
-from .policies.agent import PolicySubAgent, observation_message
+from .policies.agent import PolicySubAgent, listed_messages, observation_message
 from .policies.base import Message
 from .policies.hf import Encoded, HFPolicy
 
@@ -144,7 +144,10 @@ def run_group(
             base.config.subagent = subagent if subagent is not None else recorder
         recorders.append(recorder)
         obs, info = env.reset(seed=seed, options=options)
-        history = [Message("system", info["system_prompt"]), observation_message("user", obs, info["user_prompt"])]
+        if "messages" in info:  # the release protocol lists its messages
+            history = listed_messages(info["messages"], obs)
+        else:
+            history = [Message("system", info["system_prompt"]), observation_message("user", obs, info["user_prompt"])]
         builders.append(_Builder(policy, policy.encode(history), history))
         infos.append(info)
     done = [False] * len(envs)
@@ -161,6 +164,9 @@ def run_group(
             if term or trunc:
                 done[i] = True
                 results[i] = {"reward": reward, "breakdown": info["reward_breakdown"], "truncated": trunc}
+            elif "messages" in info:
+                for m in listed_messages(info["messages"], obs):
+                    builders[i].add_feedback(m)
             else:
                 builders[i].add_feedback(observation_message("user", obs))
     trajectories = []

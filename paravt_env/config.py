@@ -66,6 +66,10 @@ class EnvConfig:
     followed by a forced final answer; see ``paravt_env.release_episode``), so that a released checkpoint
     sees what it was evaluated on. ``crop_fps``, ``crop_max_frames`` and the pixel budgets are the release's
     own there."""
+    release_overview_fps: float | None = 1.0
+    """Release protocol, RL workflow (``tool_result="subagent"``): the overview's frame rate, 1 as in the
+    release's base RL config, where it silently overrides the frame budget and so turns nFrames Gating off
+    (up to 64 frames at 1 fps). None: K frames, the budget gating chose (what PARA-GRPO describes)."""
     subtitles: bool = False
     """Show the video's subtitles (``sample.extra["subtitle_path"]``, an ``.srt`` the loader found) before
     the question: Video-MME "w/ subs"."""

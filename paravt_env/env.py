@@ -28,13 +28,13 @@ from .data.release_questions import parse_srt
 from .gating import gated_frame_budget
 from .protocol import parse_response, system_prompt
 from .protocol.markers import frames_block
-from .release_episode import ReleaseEpisode
+from .release_episode import ReleaseEpisode, ReleaseRLEpisode
 from .rewards import compute_reward, extract_answer
 from .spaces import AnyText, FrameBatch, Timestamps
 from .timing import StepTiming
 from .tools import CropSettings, render_tool_responses, run_tool_calls
 from .video import Frames, VideoDecodeError, VideoReader, open_video, sample_overview
-from .video.qwen_frames import VIDEO_MAX_PIXELS, release_overview
+from .video.qwen_frames import VIDEO_MAX_PIXELS, release_overview, release_rl_overview
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ class VideoToolEnv(gym.Env[dict, str]):
         self._done = True
         self.frame_budget = cfg.frame_budget
         self._executed_calls = 0
-        self._release: ReleaseEpisode | None = None
+        self._release: ReleaseEpisode | ReleaseRLEpisode | None = None
 
     # --- episode ----------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
@@ -158,7 +158,11 @@ class VideoToolEnv(gym.Env[dict, str]):
         self._turn_texts, self._seen, self._done = [], [overview], False
         self._executed_calls = 0
         messages = None
-        if cfg.protocol == "release":
+        if cfg.protocol == "release" and cfg.tool_result == "subagent":  # the released RL workflow
+            self._release = ReleaseRLEpisode(sample, reader, max_turns=cfg.max_turns, subagent=cfg.subagent,
+                                             timeout=cfg.subagent_timeout)  # fmt: skip
+            system, user, messages = self._release.opening(overview)
+        elif cfg.protocol == "release":  # the released eval driver
             self._release = ReleaseEpisode(sample, reader, mode=cfg.prompt_mode, max_turns=cfg.max_turns,
                                            max_parallel=cfg.max_parallel, subtitles=cfg.subtitles)  # fmt: skip
             system, user, messages = self._release.opening(overview)
@@ -339,6 +343,14 @@ class VideoToolEnv(gym.Env[dict, str]):
             k = cfg.frame_budget
         reader = self._open(sample)
         t_dec = time.perf_counter()
+        if cfg.protocol == "release" and cfg.tool_result == "subagent":
+            try:
+                overview = release_rl_overview(reader, k, cfg.release_overview_fps)
+            except VideoDecodeError:
+                self._readers.pop(sample.video_path, None)
+                reader.close()
+                raise
+            return reader, len(overview) if cfg.release_overview_fps else k, overview, time.perf_counter() - t_dec
         if cfg.protocol == "release":  # never fails: the release sends the question alone then
             return reader, k, release_overview(reader, k), time.perf_counter() - t_dec
         try:

@@ -27,16 +27,22 @@ from typing import Any
 from .data.release_questions import release_fields, release_question
 from .data.sample import VideoQASample
 from .protocol.markers import IMAGE_PLACEHOLDER
+from .protocol import parse_response
 from .protocol.release import (
     FORCED_FINAL,
+    RL_CROP_FAILED,
+    RL_TOOLS_SYSTEM,
     ReleaseCallError,
     crop_error,
     is_agentic,
     release_calls,
     release_system_prompt,
+    rl_tool_response,
     tool_response,
     user_question,
 )
+from .tools.dispatch import call_with_timeout
+from .tools.subagent import SubAgentRequest
 from .video import Frames, VideoReader
 from .video.qwen_frames import release_crop
 
@@ -113,4 +119,106 @@ class ReleaseEpisode:
         return turn
 
 
-__all__ = ["ReleaseEpisode", "ReleaseTurn", "message"]
+def rl_opening_messages(sample: VideoQASample) -> list[dict[str, Any]]:
+    """The prompt messages an RL episode starts from: the parquet's own (``extra["prompt_messages"]``, its
+    ``<video>`` placeholder marking where the frames go), or a system prompt and the question for samples from
+    elsewhere. Each message is ``{"role", "text", "video"}`` (``video``: the frames go before its text)."""
+    listed = sample.extra.get("prompt_messages")
+    if not listed:
+        listed = [{"role": "user", "content": "<video>" + sample.question_with_options()}]
+    out = []
+    for m in listed:
+        text = str(m.get("content", ""))
+        out.append({"role": m["role"], "text": text.replace("<video>", ""), "video": "<video>" in text})
+    if out and out[0]["role"] == "system":
+        if "<tools>" not in out[0]["text"]:  # the SFT-aligned parquets carry their own tool block
+            out[0]["text"] = out[0]["text"] + "\n\n" + RL_TOOLS_SYSTEM
+    else:
+        out.insert(0, {"role": "system", "text": RL_TOOLS_SYSTEM, "video": False})
+    return out
+
+
+class ReleaseRLEpisode:
+    """The released RL workflow's dialogue (``paravt/rl/workflow.py``), for training under the release protocol
+    with ``tool_result="subagent"``:
+
+    - the prompt is the sample's own parquet messages (system + the RL tool block; the user's ``<video>``
+      becomes the overview frames, each after ``<t seconds>`` with t = frame index / fps);
+    - every ``crop_video`` call of a turn runs (no per-turn cap); a call without both times, with start >= end
+      or starting past the video fails, an end past it is clamped; the crop's frames go to the sub-agent with
+      the release's prompt (the window only) and its reply comes back as ``<tool_response>\n{summary}\n
+      </tool_response>`` in a user message of its own;
+    - up to ``max_turns + 1`` generations, no forced final message: a turn without a call ends the episode.
+
+    The release appends a failed call's ``[Error: crop_video failed]`` to the token stream outside any message;
+    here it is a user message of that text (a chat conversation cannot hold tokens outside a message). Calls are
+    read with our parser, which reads every form the release's Hermes parser does (JSON, ``<tool_code>`` with
+    keyword or positional arguments, ``print`` wrappers, stray quotes).
+    """
+
+    def __init__(self, sample: VideoQASample, reader: VideoReader, *, max_turns: int, subagent: Any,
+                 timeout: float | None) -> None:  # fmt: skip
+        self.sample, self.reader = sample, reader
+        self.max_turns, self.subagent, self.timeout = max_turns, subagent, timeout
+        self.turns = 0
+
+    def opening(self, overview: Frames) -> tuple[str, str, list[dict[str, Any]]]:
+        tags = "".join(f"<{i / self.reader.fps:.1f} seconds>{IMAGE_PLACEHOLDER}" for i in overview.indices)
+        messages = []
+        for m in rl_opening_messages(self.sample):
+            text = (tags + m["text"]) if m["video"] else m["text"]
+            messages.append(message(m["role"], text, len(overview) if m["video"] else 0, parts=True))
+        system = messages[0]["text"]
+        user = next((m["text"] for m in messages if m["role"] == "user"), "")
+        return system, user, messages
+
+    def step(self, text: str, pool: ThreadPoolExecutor) -> ReleaseTurn:
+        self.turns += 1
+        calls = parse_response(text).tool_calls
+        if not calls or self.turns > self.max_turns:
+            return ReleaseTurn(done=True, final=text, requested=len(calls))
+        t0 = time.perf_counter()
+        windows = [self._window(c) for c in calls]
+        crops = list(pool.map(lambda w: release_crop(self.reader, *w) if w else Frames.empty(), windows))
+        jobs = [(i, SubAgentRequest(self.sample.question_with_options(), w[0], w[1], f, style="release"))
+                for i, (w, f) in enumerate(zip(windows, crops, strict=True)) if w and len(f)]  # fmt: skip
+        decode_s = time.perf_counter() - t0
+        summaries = self._summaries([r for _, r in jobs])
+        texts = [RL_CROP_FAILED] * len(calls)
+        for (i, _), summary in zip(jobs, summaries, strict=True):
+            if summary is not None:
+                texts[i] = rl_tool_response(summary)
+        turn = ReleaseTurn(done=False, requested=len(calls), executed=sum(t != RL_CROP_FAILED for t in texts),
+                           decode_s=decode_s)  # fmt: skip
+        turn.failed = len(calls) - turn.executed
+        turn.messages = [message("user", t, parts=True) for t in texts]
+        turn.wall_s = time.perf_counter() - t0
+        return turn
+
+    def _window(self, call) -> tuple[float, float] | None:
+        """The release sub-agent's checks: both times, start < end, start inside the video; end clamped."""
+        start, end = call.start_time, call.end_time
+        if call.name != "crop_video" or start is None or end is None or not start < end:
+            return None
+        if start >= self.reader.duration:
+            return None
+        return start, min(end, self.reader.duration)
+
+    def _summaries(self, requests: list[SubAgentRequest]) -> list[str | None]:
+        """The sub-agent's whole reply per crop (None where it failed or timed out)."""
+        if not requests:
+            return []
+        agent = self.subagent
+        try:
+            if hasattr(agent, "batch"):
+                replies = list(call_with_timeout(lambda: agent.batch(requests), self.timeout))
+            else:
+                replies = [call_with_timeout(lambda r=r: agent(r), self.timeout) for r in requests]
+        except Exception:  # noqa: BLE001 - a failing sub-agent fails its crops, never the episode
+            return [None] * len(requests)
+        if len(replies) != len(requests):
+            return [None] * len(requests)
+        return [r if isinstance(r, str) else None for r in replies]
+
+
+__all__ = ["ReleaseEpisode", "ReleaseRLEpisode", "ReleaseTurn", "message", "rl_opening_messages"]

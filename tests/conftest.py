@@ -15,15 +15,21 @@ if str(Path(__file__).parent) not in sys.path:
     sys.path.append(str(Path(__file__).parent))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def tvshim_on_path():
-    """Put ../shared/bench/tvshim (a torchvision stand-in) on sys.path so qwen-vl-utils imports."""
+    """Put ../shared/bench/tvshim (a torchvision stand-in) on sys.path so qwen-vl-utils imports, for one test
+    only: transformers would otherwise take the stand-in for torchvision in every later test."""
     shim = SHARED / "bench" / "tvshim"
     if not shim.is_dir():
         pytest.skip(f"torchvision stand-in not found at {shim}")
-    if str(shim) not in sys.path:
+    added = str(shim) not in sys.path
+    if added:
         sys.path.insert(0, str(shim))
-    return shim
+    yield shim
+    if added:
+        sys.path.remove(str(shim))
+    for name in [m for m in sys.modules if m.split(".")[0] in ("torchvision", "qwen_vl_utils")]:
+        del sys.modules[name]
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from paravt_env.protocol.release import MAX_TOOL_RESPONSE_TOKENS
 from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT, SubAgentRequest
 
 from .base import Conversation, Message, Policy
@@ -82,10 +83,22 @@ class PolicySubAgent:
         self.trajectories: list = []  # with record=True: one token-space trajectory per summary (HFPolicy only)
 
     def _conversation(self, request: SubAgentRequest) -> Conversation:
-        return [
-            Message("system", SUBAGENT_SYSTEM_PROMPT),
-            Message("user", request.prompt(), [f for f in request.frames.images]),
-        ]
+        frames = [f for f in request.frames.images]
+        if getattr(request, "style", "paravt") == "release":  # the release's sub-agent: no system prompt
+            return [Message("user", request.user_text(), frames, as_parts=True)]
+        return [Message("system", SUBAGENT_SYSTEM_PROMPT), Message("user", request.prompt(), frames)]
+
+    def _summary(self, request: SubAgentRequest, text: str) -> str:
+        if getattr(request, "style", "paravt") != "release":
+            return _THINK_RE.sub("", text).strip() or text.strip()
+        # The release keeps the whole reply and cuts it at 512 tokens of the policy's tokenizer.
+        tokenizer = getattr(self.policy, "tokenizer", None)
+        if tokenizer is None:
+            return text
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        if len(ids) <= MAX_TOOL_RESPONSE_TOKENS:
+            return text
+        return tokenizer.decode(ids[:MAX_TOOL_RESPONSE_TOKENS], skip_special_tokens=True) + " [truncated]"
 
     def batch(self, requests: Sequence[SubAgentRequest]) -> list[str]:
         conversations = [self._conversation(r) for r in requests]
@@ -97,7 +110,7 @@ class PolicySubAgent:
             self.trajectories += [single_turn_trajectory(self.policy, p, g) for p, g in zip(prompts, gens, strict=True)]
         else:
             gens = self.policy.generate(conversations)
-        return [_THINK_RE.sub("", g.text).strip() or g.text.strip() for g in gens]
+        return [self._summary(r, g.text) for r, g in zip(requests, gens, strict=True)]
 
     def __call__(self, request: SubAgentRequest) -> str:
         return self.batch([request])[0]

@@ -177,6 +177,73 @@ def crop_error(start: float, end: float) -> str:
     return f"<tool_response>\n[Error cropping {start:.1f}s-{end:.1f}s]\n</tool_response>"
 
 
+# --- the RL workflow (paravt/rl/workflow.py, paravt/rl/subagents/crop_video) -------------------------------
+RL_TOOL: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "crop_video",
+        "description": (
+            "Analyze a cropped video segment by sampling fixed number of frames and providing a summary of the "
+            "content. Use this when you need to understand what happens in a specific time range of a video."
+        ),
+        "parameters": RELEASE_TOOL["function"]["parameters"]["properties"],
+    },
+}
+"""The schema the RL workflow writes (its sub-agent's description; ``parameters`` holds the bare properties)."""
+
+RL_TOOLS_SYSTEM = (
+    "# Tools\n\n"
+    "You may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n"
+    "<tools>\n"
+    f"{json.dumps(RL_TOOL)}\n"
+    "</tools>\n\n"
+    "For each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n"
+    "<tool_call>\n"
+    '{"name": <function-name>, "arguments": <args-json-object>}\n'
+    "</tool_call>"
+)
+"""Appended to the parquet's system prompt (after a blank line) when it holds no ``<tools>`` block, or the
+whole system prompt when the parquet has none."""
+
+MAX_TOOL_RESPONSE_TOKENS = 512
+"""A sub-agent summary longer than this many tokens is cut there and ends with " [truncated]"."""
+
+RL_OVERVIEW = {"fps": 1.0, "max_frames": 64, "min_pixels": 784, "max_pixels": 50176}
+"""The release's RL overview (``paravt/rl/configs/_base.yaml``: ``fps: 1``, ``max_frames: 64``, pixels
+784-50176). With ``fps`` set the workflow drops ``nframes``, so nFrames Gating never reaches the frames:
+reproduced under ``protocol="release"`` (``EnvConfig.release_overview_fps``), documented in the README."""
+
+
+def _mm_ss(seconds: float) -> str:
+    return f"{int(seconds // 60):02d}:{int(seconds % 60):02d}"
+
+
+def release_subagent_prompt(start: float, end: float) -> str:
+    """The text after the crop's frames in the release's sub-agent request (only the window, no question)."""
+    return (
+        f"You are analyzing a video segment from {_mm_ss(start)} to {_mm_ss(end)} (duration: {end - start:.1f} "
+        "seconds).\n\n"
+        "The images shown are frames sampled from this video segment. Carefully examine each frame in sequence "
+        "to understand the temporal progression of events.\n\n"
+        "Your task: Provide a concise summary of what happens in this video segment.\n\n"
+        "Guidelines:\n"
+        "- Describe the key actions, events, or changes that occur across the frames\n"
+        "- Note any important objects, people, or elements visible in the scene\n"
+        "- Capture the temporal flow (what happens first, then, finally)\n"
+        "- Focus on factual observations rather than interpretations\n\n"
+        "Summary:"
+    )
+
+
+def rl_tool_response(summary: str) -> str:
+    return f"<tool_response>\n{summary}\n</tool_response>"
+
+
+RL_CROP_FAILED = "[Error: crop_video failed]"
+
+
 # --- reading a reply --------------------------------------------------------------------------------------
 class ReleaseCallError(ValueError):
     """A call the release's driver cannot handle: its ``<tool_call>`` holds JSON that is not an object, or

@@ -103,7 +103,7 @@ def run_tool_calls(
     return TurnToolReport(results, decode_s=decode_s, subagent_s=subagent_s, wall_s=time.perf_counter() - t0)
 
 
-def _call_with_timeout(fn, timeout: float | None):
+def call_with_timeout(fn, timeout: float | None):
     """``fn()`` in a daemon thread, waited for at most ``timeout`` seconds: a hung sub-agent (a dead server, a
     deadlocked model) costs one abandoned thread, never the rollout."""
     if timeout is None:
@@ -136,7 +136,7 @@ def _summarise(
     if isinstance(subagent, BatchSubAgent):
         t = time.perf_counter()
         try:
-            replies = list(_call_with_timeout(lambda: subagent.batch(requests), timeout))
+            replies = list(call_with_timeout(lambda: subagent.batch(requests), timeout))
             if len(replies) != len(requests):
                 raise ValueError(f"sub-agent returned {len(replies)} summaries for {len(requests)} crops")
             summaries = [clean_summary(reply) for reply in replies]
@@ -152,7 +152,7 @@ def _summarise(
         result, request = pair
         t = time.perf_counter()
         try:
-            result.summary = clean_summary(_call_with_timeout(lambda: subagent(request), timeout))
+            result.summary = clean_summary(call_with_timeout(lambda: subagent(request), timeout))
         except Exception as exc:  # one failing sub-agent must not sink the turn
             result.status, result.error = "failed", f"sub-agent failed: {exc}"
         result.subagent_s = time.perf_counter() - t

@@ -34,6 +34,23 @@ class SubAgentRequest:
     start: float
     end: float
     frames: Frames
+    style: str = "paravt"
+    """"paravt": our prompt (the main question, time-tagged frames, a system prompt). "release": the released
+    workflow's crop_video sub-agent (no system prompt, the frames then a prompt naming only the window; its
+    whole reply, cut at 512 tokens, is the summary)."""
+
+    @property
+    def system_prompt(self) -> str | None:
+        return None if self.style == "release" else SUBAGENT_SYSTEM_PROMPT
+
+    def user_text(self) -> str:
+        """The user turn with one ``<image>`` per frame, in the style's order."""
+        if self.style == "release":
+            from ..protocol.markers import IMAGE_PLACEHOLDER
+            from ..protocol.release import release_subagent_prompt
+
+            return IMAGE_PLACEHOLDER * len(self.frames) + release_subagent_prompt(self.start, self.end)
+        return self.prompt()
 
     def prompt(self) -> str:
         """The user turn: the main question, the window, and the frames with their time tags."""

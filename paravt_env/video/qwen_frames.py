@@ -126,6 +126,18 @@ def release_overview(reader: VideoReader, nframes: int = 64) -> Frames:
         return Frames.empty()
 
 
+def release_rl_overview(reader: VideoReader, nframes: int, fps: float | None = 1.0) -> Frames:
+    """The release RL workflow's overview (784-50176 pixels): 1 frame a second up to 64 with ``fps`` (its
+    base config, which drops ``nframes`` and with it nFrames Gating), else ``nframes`` frames. Raises
+    ``VideoDecodeError`` where qwen-vl-utils fails (the workflow does not catch it)."""
+    try:
+        if fps:
+            return qwen_frames(reader, fps=fps, max_frames=64, min_pixels=784, max_pixels=50176)
+        return qwen_frames(reader, nframes=nframes, min_pixels=784, max_pixels=50176)
+    except QwenSamplingError as exc:
+        raise VideoDecodeError(reader.path, f"qwen-vl-utils cannot sample this video: {exc}") from None
+
+
 def release_crop(reader: VideoReader, start: float, end: float) -> Frames:
     """The release driver's crop of [start, end]: 1 fps, 2 to 16 frames, 784 to 50176 pixels; no frame where
     qwen-vl-utils fails (the driver then reports an error cropping)."""
@@ -138,4 +150,4 @@ def release_crop(reader: VideoReader, start: float, end: float) -> Frames:
 
 
 __all__ = ["CROP_SPEC", "QwenSamplingError", "frame_count", "frame_range", "linspace_indices", "pixel_budget",
-           "qwen_frames", "release_crop", "release_overview"]  # fmt: skip
+           "qwen_frames", "release_crop", "release_overview", "release_rl_overview"]  # fmt: skip

@@ -102,3 +102,18 @@ def test_subagent_mode_uses_the_policy_itself(tiny_qwen3, synth_small):
 
 def test_struct_positions_finds_multi_token_patterns():
     assert struct_positions([5, 1, 2, 9, 1, 2, 1], [[1, 2], [9]]) == [0, 1, 1, 1, 1, 1, 0]
+
+
+def test_release_protocol_rollout_keeps_the_listed_messages(tiny_qwen3, synth_small):
+    _, samples = synth_small
+    base = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=16, temperature=0.0)
+    policy = ScriptedTurns(base, TURNS)
+    env = VideoToolEnv(samples, EnvConfig(protocol="release", tool_result="subagent", subagent=lambda r: "unused"))
+    env.unwrapped.config.subagent = None  # the weight-sharing sub-agent, prompted as released
+    tr = run_episode(env, policy, options={"index": 0})
+    prompt_text = base.tokenizer.decode([t for t, m in zip(tr.input_ids, tr.loss_mask, strict=True) if not m])
+    assert prompt_text.count("<tool_response>") == 2 and "seconds>" in prompt_text
+    assert len(tr.subagent_trajectories) == 2
+    sub_prompt = base.tokenizer.decode(tr.subagent_trajectories[0].input_ids)
+    assert "You are analyzing a video segment from 00:02 to 00:09 (duration: 7.0 seconds)." in sub_prompt
+    assert tr.turns == 2 and tr.reward == tr.reward  # scored

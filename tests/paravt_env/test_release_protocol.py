@@ -273,3 +273,45 @@ def test_release_time_calls_and_scores():
 def test_unknown_protocol_is_refused():
     with pytest.raises(ValueError, match="protocol must be one of"):
         EnvConfig(protocol="lmms")
+
+
+# --- the RL workflow (tool_result="subagent") ---------------------------------------------------------------
+def test_rl_episode_starts_from_the_parquet_prompt_and_prompts_the_subagent_as_released(tmp_path, index_video):
+    from paravt_env.protocol.release import RL_TOOLS_SYSTEM, release_subagent_prompt
+
+    rows = json.loads((FIXTURES / "paravt" / "paravt_rl_rows.json").read_text())[:1]
+    (tmp_path / "rl.json").write_text(json.dumps(rows))
+    place(index_video, tmp_path, "longvt_source/longvideoreason_1/clips/v1.mp4")
+    [s] = load_samples(tmp_path / "rl.json")
+    asked = []
+
+    def subagent(request):
+        asked.append(request)
+        return "<think>hm</think>A red car parks."
+
+    env = VideoToolEnv([s], EnvConfig(protocol="release", tool_result="subagent", subagent=subagent, max_turns=1))
+    obs, info = env.reset(options={"sample": s})
+    system, user = info["messages"]
+    assert system["text"] == "You are a helpful assistant.\n\n" + RL_TOOLS_SYSTEM
+    # 15 s at the base config's 1 fps: 14 frames (floored to even), each after its <index / fps seconds> tag.
+    want = np.round(np.linspace(0, N_FRAMES - 1, 14)).astype(int)
+    tags = "".join(f"<{i / FPS:.1f} seconds><image>" for i in want)
+    assert user["text"] == tags + "\nWhat colour is the car that parks last?\nOptions:\n(A) red\n(B) blue\n(C) white\n(D) black"
+    assert [decode_index(f) for f in obs["frames"]] == list(want) and obs["frames"].shape[1:3] == (84, 140)
+    assert info["frame_budget"] == 14  # fps: 1 overrides the budget (and with it nFrames Gating)
+    action = ('<think>look</think><tool_call>{"name": "crop_video", "arguments": {"video_path": "v.mp4", '
+              '"start_time": 2, "end_time": 30}}</tool_call>'
+              '<tool_call>{"name": "crop_video", "arguments": {"start_time": 9, "end_time": 4}}</tool_call>')  # fmt: skip
+    obs, r, done, trunc, info = env.step(action)
+    assert not done and [m["text"] for m in info["messages"]] == [
+        "<tool_response>\n<think>hm</think>A red car parks.\n</tool_response>",  # the whole reply, as released
+        "[Error: crop_video failed]",  # start >= end
+    ]
+    [req] = asked
+    assert (req.start, req.end, req.style) == (2.0, 15.0, "release")  # the end clamped to the video
+    assert req.user_text() == "<image>" * len(req.frames) + release_subagent_prompt(2.0, 15.0)
+    assert release_subagent_prompt(65.5, 130.2).startswith(
+        "You are analyzing a video segment from 01:05 to 02:10 (duration: 64.7 seconds).\n\n")
+    *_, done, _, info = env.step(action)  # max_turns + 1 generations: this one ends the episode
+    assert done and len(asked) == 1 and info["final_response"] == action
+    env.close()

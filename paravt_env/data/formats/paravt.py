@@ -78,7 +78,10 @@ def read(row: dict, ctx: RowContext) -> list[Candidate]:
     # The row's id, else extra_info's index (ParaVT rows carry one), else the file and row number.
     qid = sample_id({**extra, "row_id": row.get("id")}, ("id", "uid", "question_id", "row_id", "index"), ctx)
     kept = {k: v for k, v in extra.items() if k not in ("answer", "question_type")}
-    info: dict[str, Any] = {"extra_info": kept}
+    # The prompt as the release's RL workflow renders it (protocol="release" starts episodes from it).
+    info: dict[str, Any] = {"extra_info": kept, "prompt_messages": [
+        {"role": str(m.get("role")), "content": _text(m.get("content"))} for m in prompt if isinstance(m, dict)
+    ]}  # fmt: skip
     if raw_type != qtype:
         info["question_type_raw"] = raw_type
     if system:
