@@ -12,7 +12,10 @@ sub-agent generations, so this executor drives ``VideoToolEnv`` itself:
    the same engine, concurrently (weight sharing);
 5. tool responses (text and frames) come back as loss-masked user turns; the episode's scalar reward is
    the env's ``compute_reward`` (``RewardConfig.paravt()`` by default: sequence-granularity anchoring);
-6. with ``response_prefix`` set (PARA-GRPO: ``<think>\n``) every assistant turn opens with it: prompt tokens,
+6. under ``protocol="release"`` the env lists its messages (``info["messages"]``: the parquet's own prompt,
+   one user message per crop) and each is rendered as its own chat turn; the sub-agent is prompted as the
+   release prompts it (no system prompt, the window only) and its reply is cut at 512 tokens;
+7. with ``response_prefix`` set (PARA-GRPO: ``<think>\n``) every assistant turn opens with it: prompt tokens,
    outside the action ranges, and left out of what the reward scores, as in the local learner and the
    release.
 
@@ -37,11 +40,26 @@ from PIL import Image
 
 from learners.policies.vision_inputs import inline_images
 from paravt_env import EnvConfig, VideoQASample, VideoToolEnv
+from paravt_env.protocol.release import MAX_TOOL_RESPONSE_TOKENS
 from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT
 
 
 def _pil(frames) -> list[Image.Image]:
     return [Image.fromarray(f) for f in frames]
+
+
+def chat_turns(listing: list[dict[str, Any]]) -> str:
+    """ChatML of listed messages (``info["messages"]``), frames inlined at their placeholders."""
+    return "".join(f"<|im_start|>{m['role']}\n{inline_images(m['text'])}<|im_end|>\n" for m in listing)
+
+
+def truncate_summary(text: str, hf_tokenizer) -> str:
+    """The release cuts a sub-agent's reply at 512 tokens and marks the cut."""
+    tok = getattr(hf_tokenizer, "tokenizer", hf_tokenizer)
+    ids = tok.encode(text, add_special_tokens=False)
+    if len(ids) <= MAX_TOOL_RESPONSE_TOKENS:
+        return text
+    return tok.decode(ids[:MAX_TOOL_RESPONSE_TOKENS], skip_special_tokens=True) + " [truncated]"
 
 
 def env_options() -> dict[str, Any]:
@@ -71,12 +89,14 @@ class AgentExecutor(AgentExecutorBase):
         per_turn = int(getattr(sampling_params, "max_tokens", None) or 1024)
 
         def subagent(request):  # runs in the env's crop threads; the generation runs on the event loop
-            text = (f"<|im_start|>system\n{SUBAGENT_SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n"
-                    f"{inline_images(request.prompt())}<|im_end|>\n<|im_start|>assistant\n")  # fmt: skip
+            release = getattr(request, "style", "paravt") == "release"
+            system = "" if release else f"<|im_start|>system\n{SUBAGENT_SYSTEM_PROMPT}<|im_end|>\n"
+            text = f"{system}<|im_start|>user\n{inline_images(request.user_text())}<|im_end|>\n<|im_start|>assistant\n"
             pil = _pil(request.frames.images)
             tokens, _, pil = process_prompt_with_images(hf_tokenizer, text, pil)
-            coro = self._generate(llm_engine, tokens, pil, sampling_params, min(per_turn, 256))
-            return asyncio.run_coroutine_threadsafe(coro, loop).result().text
+            coro = self._generate(llm_engine, tokens, pil, sampling_params, per_turn if release else min(per_turn, 256))
+            reply = asyncio.run_coroutine_threadsafe(coro, loop).result().text
+            return truncate_summary(reply, hf_tokenizer) if release else reply
 
         cfg = EnvConfig.from_kwargs(**{**self.options, **({"subagent": subagent} if self.options.get("tool_result") == "subagent" else {})})
         env = VideoToolEnv([sample], cfg)
@@ -87,8 +107,11 @@ class AgentExecutor(AgentExecutorBase):
 
     async def _play(self, env, sample, prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, per_turn):
         obs, info = await asyncio.to_thread(env.reset, options={"sample": sample, "epoch": self.epoch})
-        first = (f"<|im_start|>system\n{info['system_prompt']}<|im_end|>\n<|im_start|>user\n"
-                 f"{inline_images(info['user_prompt'])}<|im_end|>\n<|im_start|>assistant\n{self.prefix}")  # fmt: skip
+        if "messages" in info:  # the release protocol: the messages as listed
+            first = f"{chat_turns(info['messages'])}<|im_start|>assistant\n{self.prefix}"
+        else:
+            first = (f"<|im_start|>system\n{info['system_prompt']}<|im_end|>\n<|im_start|>user\n"
+                     f"{inline_images(info['user_prompt'])}<|im_end|>\n<|im_start|>assistant\n{self.prefix}")  # fmt: skip
         tokens, mm, pil = process_prompt_with_images(hf_tokenizer, first, _pil(obs["frames"]))
         logprobs = [0.0] * len(tokens)
         action_ranges, truncated, reward, breakdown, calls = [], False, 0.0, {}, 0
@@ -114,7 +137,9 @@ class AgentExecutor(AgentExecutorBase):
                 break
             closing = end_of_turn if out.finish_reason == "length" else []
             feedback = "\n" if not closing else ""
-            text = f"{feedback}<|im_start|>user\n{inline_images(obs['text'])}<|im_end|>\n<|im_start|>assistant\n{self.prefix}"
+            turns = chat_turns(info["messages"]) if "messages" in info else (
+                f"<|im_start|>user\n{inline_images(obs['text'])}<|im_end|>\n")  # fmt: skip
+            text = f"{feedback}{turns}<|im_start|>assistant\n{self.prefix}"
             new_tokens, new_mm, new_pil = process_prompt_with_images(hf_tokenizer, text, _pil(obs["frames"]))
             new_tokens = closing + new_tokens
             tokens = tokens + new_tokens

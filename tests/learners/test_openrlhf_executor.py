@@ -28,7 +28,8 @@ class ScriptedEngine(LocalEngine):
         self.turn = 0
 
     def _generate(self, ids, params, mm):
-        if b"<|im_start|>system\nYou are a video inspection" in self.policy.tokenizer.decode(ids[:40]).encode():
+        head = self.policy.tokenizer.decode(ids)
+        if "You are a video inspection" in head[:400] or "You are analyzing a video segment" in head:  # sub-agents
             return super()._generate(ids, params, mm)
         text = TURNS[min(self.turn, len(TURNS) - 1)]
         self.turn += 1
@@ -117,3 +118,20 @@ def test_launcher_passes_the_think_prefix_of_the_arm():
 
     assert env_options(load_recipe("tiny_cpu"))["response_prefix"] == "<think>\n"
     assert env_options(load_recipe("tiny_cpu", ["algorithm=grpo"]))["response_prefix"] == ""
+
+
+def test_release_protocol_renders_each_listed_message_and_the_released_subagent(tiny_qwen3, synth_small):
+    _, samples = synth_small
+    r = run_local_episode(tiny_qwen3, samples[0], engine=ScriptedEngine, protocol="release", tool_result="subagent",
+                          max_turns=3, response_prefix="<think>\n")  # fmt: skip
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_qwen3)
+    toks, ranges = r["observation_tokens"], r["action_ranges"]
+    prompt = tokenizer.decode(toks[: ranges[0][0]])
+    assert prompt.startswith("<|im_start|>system\n# Tools\n") and prompt.endswith("<|im_start|>assistant\n<think>\n")
+    assert "seconds><|vision_start|>" in prompt  # each overview frame after its time tag, as the release
+    between = tokenizer.decode(toks[ranges[0][1] : ranges[1][0]])
+    # one user turn per crop, each holding only its summary
+    assert between.count("<|im_start|>user\n<tool_response>\n") == 2 and "crop_video call #" not in between
+    assert r["extra_logs"]["kappa"] == 2.0
