@@ -102,7 +102,12 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
         if cfg.sft.steps > 0:
             # Teacher episodes over the training videos and the perception pool: a small model memorises a
             # few hundred episodes by their text; many videos leave it only the pixels to go by.
-            data, missed = teacher_episodes(policy, [*samples, *(perception_samples or [])], cfg)
+            if cfg.sft.data:  # the released SFT conversations (lmms-engine schema)
+                from .release_sft import release_sft_trajectories
+
+                data, missed = release_sft_trajectories(policy, cfg.sft.data, cfg.sft.data_limit)
+            else:
+                data, missed = teacher_episodes(policy, [*samples, *(perception_samples or [])], cfg)
             calls = sum(1 for t in data if t.tool_calls)
             rows += train_sft(policy, data, cfg, rehearsal=examples, progress=progress)
             summary["sft"] = {"episodes": len(data), "dropped": missed, "with_crops": calls, "steps": cfg.sft.steps,

@@ -137,6 +137,12 @@ class SFTConfig:
     frame_budgets: tuple[int, ...] = (4, 8, 16, 32, 64)
     """Overview budgets of the teacher episodes, drawn per episode by the gating hash. The paper's cold start
     is tool-use trajectories: small budgets make most episodes need the crops."""
+    data: str | None = None
+    """The released SFT data instead of teacher episodes: a parquet / JSON(L) file, folder or glob in
+    lmms-engine's chat schema (``ParaVT/ParaVT-Parquet``, config ``sft``; ``learners.release_sft``), as the
+    release cold-starts ParaVT-8B (500 steps at lr 2e-5 there)."""
+    data_limit: int | None = None
+    """Read at most this many rows of ``data`` (None: all)."""
 
 
 @dataclass

@@ -1,0 +1,83 @@
+"""The SFT stage on the released SFT schema (lmms-engine chat ``messages``), on fixture rows written in it."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from learners.config import load_recipe  # noqa: E402
+from learners.coldstart import run_cold_start  # noqa: E402
+from learners.policies.hf import HFPolicy  # noqa: E402
+from learners.release_sft import conversation_trajectory, read_release_sft  # noqa: E402
+from paravt_env.data.formats import DataFormatError  # noqa: E402
+from paravt_env.data.synthetic import decode_index, index_image, make_index_video  # noqa: E402
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "data" / "release_sft" / "sft_rows.json"
+
+
+@pytest.fixture
+def sft_dir(tmp_path):
+    from PIL import Image
+
+    shutil.copy(FIXTURE, tmp_path / "sft_rows.json")
+    (tmp_path / "videos").mkdir()
+    make_index_video(tmp_path / "videos" / "v1.mp4", 100, fps=10, size=(96, 128))
+    (tmp_path / "frames").mkdir()
+    for i in (6, 8, 9):
+        Image.fromarray(index_image(i * 10, 96, 128)).save(tmp_path / "frames" / f"v1_{i}.jpg", quality=95)
+    return tmp_path
+
+
+def test_rows_become_conversations_with_frames_and_skips_are_counted(sft_dir):
+    with pytest.warns(UserWarning, match="skipped 1 SFT rows"):
+        conversations, skipped = read_release_sft(sft_dir / "sft_rows.json")
+    assert len(conversations) == 2 and "missing.mp4" in skipped[0]
+    msgs = conversations[0].messages
+    assert [m.role for m in msgs] == ["system", "user", "assistant", "user", "user", "assistant"]
+    # the video as the SFT recipe samples it: 1 fps (10 s -> 10 frames: 0, 11, ..., 99), each after its time tag
+    video = msgs[1]
+    assert video.text.startswith("<0.0 seconds><image><1.1 seconds><image>") and len(video.images) == 10
+    assert [decode_index(f) for f in video.images] == list(np.round(np.linspace(0, 99, 10)).astype(int))
+    assert msgs[3].text == "<image><image><tool_response>\n2 frames from 8.0s to 10.0s.\n</tool_response>"
+    assert [decode_index(f) for f in msgs[3].images] == [80, 90]
+    assert conversations[1].messages[0].text == "A question with a plain-string content and no media."
+
+
+def test_messages_as_json_text_in_parquet_and_schema_errors(sft_dir, tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    rows = json.loads(FIXTURE.read_text())[:2]
+    table = pa.Table.from_pylist([{"id": r["id"], "messages": json.dumps(r["messages"])} for r in rows])
+    pq.write_table(table, sft_dir / "shard.parquet")
+    conversations, skipped = read_release_sft(sft_dir / "shard.parquet")
+    assert len(conversations) == 2 and not skipped
+    (tmp_path / "bad.json").write_text(json.dumps([{"conversations": []}]))
+    with pytest.raises(DataFormatError, match=r"bad.json: row 0: an SFT row needs field 'messages'"):
+        read_release_sft(tmp_path / "bad.json")
+    (tmp_path / "bad2.json").write_text(json.dumps([{"messages": [{"role": "user", "content": [{"type": "audio"}]}]}]))
+    with pytest.raises(DataFormatError, match="message 0: unknown content part type 'audio'"):
+        read_release_sft(tmp_path / "bad2.json")
+
+
+def test_loss_falls_on_assistant_turns_only_and_the_stage_trains(sft_dir, tiny_qwen3, tmp_path):
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=8)
+    with pytest.warns(UserWarning):
+        conversations, _ = read_release_sft(sft_dir / "sft_rows.json")
+    tr = conversation_trajectory(policy, conversations[0])
+    learned = policy.tokenizer.decode([t for t, m in zip(tr.input_ids, tr.loss_mask, strict=True) if m])
+    assistant = [m.text for m in conversations[0].messages if m.role == "assistant"]
+    assert learned == "<|im_end|>".join(assistant) + "<|im_end|>"
+    prompt = policy.tokenizer.decode([t for t, m in zip(tr.input_ids, tr.loss_mask, strict=True) if not m])
+    assert prompt.count("<tool_response>") == 2 and tr.encoded.n_images == 13 and tr.tool_calls == 2
+
+    cfg = load_recipe("tiny_cpu", ["sft.steps=3", f"sft.data={sft_dir / 'sft_rows.json'}", "perception.steps=0"])
+    with pytest.warns(UserWarning):
+        summary = run_cold_start(policy, [], cfg, tmp_path)
+    assert summary["sft"]["episodes"] == 2 and summary["sft"]["dropped"] == 1
+    rows = [json.loads(line) for line in (tmp_path / "sft_metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 and all(np.isfinite(r["loss"]) for r in rows)
