@@ -130,7 +130,9 @@ def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *,
     from .policies import make_agent_factory
 
     spec = f"hf:{model}"
-    options = eval_options(spec, dispatch, frame_budget=frame_budget)
+    # A checkpoint trained under the release protocol is evaluated under it (its card says which).
+    protocol = policy_card(spec).get("env", {}).get("protocol", "paravt")
+    options = eval_options(spec, dispatch, protocol=protocol, frame_budget=frame_budget)
     samples = load_samples(data, strict=False, keep_missing=True)[: limit or None]
     factory, subagent = make_agent_factory(spec, max_new_tokens=max_new_tokens, tool_result=options.tool_result)
     return evaluate(samples, factory, out, options, progress=progress, subagent=subagent,

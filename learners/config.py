@@ -91,6 +91,13 @@ class EnvOptions:
     tool_result: str = "frames"
     crop_fps: float = 1.0
     """Frames per second of window a crop returns (at most ``crop_max_frames``)."""
+    protocol: str = "paravt"
+    """"release": episodes as the released RL workflow plays them (with ``tool_result: subagent``: the
+    parquet's own prompt messages, the released sub-agent prompt, summaries cut at 512 tokens; see
+    ``paravt_env.EnvConfig.protocol``)."""
+    release_overview_fps: float | None = 1.0
+    """Release protocol only: the overview at 1 fps as the release's base RL config (which leaves nFrames
+    Gating without effect), or null for K gated frames."""
 
 
 @dataclass

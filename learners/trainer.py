@@ -123,6 +123,7 @@ def env_config(cfg: TrainConfig) -> EnvConfig:
         tool_result=e.tool_result, subagent=(lambda r: "") if e.tool_result == "subagent" else None,
         nframes_gating=gating, seed=cfg.seed, reward=reward_config(cfg),
         response_prefix=THINK_PREFIX if uses_think_prefix(cfg) else "",  # the reward scores generated text only
+        protocol=e.protocol, release_overview_fps=e.release_overview_fps,
     )  # fmt: skip
 
 
@@ -290,8 +291,11 @@ class Trainer:
         if not path.is_file():
             return
         old, new = _flat(json.loads(path.read_text())), _flat(json.loads(json.dumps(self.cfg.as_dict())))
+        # A setting newer than the run (absent from its config.json) at its default changes nothing it did.
+        defaults = _flat(json.loads(json.dumps(type(self.cfg)().as_dict())))
         changed = sorted(k for k in old.keys() | new.keys()
-                         if k != "steps" and not k.startswith("log.") and old.get(k) != new.get(k))  # fmt: skip
+                         if k != "steps" and not k.startswith("log.") and old.get(k) != new.get(k)
+                         and not (k not in old and k in defaults and new.get(k) == defaults[k]))  # fmt: skip
         if changed and not allow:
             details = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:6])
             raise ValueError(f"--resume with settings other than {path}'s ({details}); pass --allow-config-change "

@@ -42,7 +42,8 @@ def env_options(cfg: TrainConfig) -> dict[str, Any]:
     options = {
         "frame_budget": e.frame_budget, "max_turns": e.max_turns, "max_parallel": e.max_parallel,
         "crop_max_frames": e.crop_max_frames, "min_pixels": e.min_pixels, "max_pixels": e.max_pixels,
-        "tool_result": e.tool_result, "seed": cfg.seed,
+        "tool_result": e.tool_result, "seed": cfg.seed, "protocol": e.protocol,
+        "release_overview_fps": e.release_overview_fps,
         "nframes_gating": cfg.algorithm == "para_grpo" and para.nframes_gating,
         # PARA-GRPO's forced "<think>\n": the executor puts it in the prompt, the env scores what follows it
         "response_prefix": "<think>\n" if cfg.think_prefix else "",

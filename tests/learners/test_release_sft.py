@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from learners.config import load_recipe  # noqa: E402
 from learners.coldstart import run_cold_start  # noqa: E402
+from learners.config import load_recipe  # noqa: E402
 from learners.policies.hf import HFPolicy  # noqa: E402
 from learners.release_sft import conversation_trajectory, read_release_sft  # noqa: E402
 from paravt_env.data.formats import DataFormatError  # noqa: E402

@@ -59,6 +59,12 @@ def test_sigterm_saves_and_kills_at_any_point_resume(tmp_path, monkeypatch, caps
     assert main(["train", "--out", str(run), "--steps", "1", "--resume", "--no-progress", *FAST]) == 0
     assert _steps(run) == [1] and _state(run) == 1 and (run / "sft_metrics.jsonl").stat().st_mtime == cold
 
+    # a run older than a setting (its config.json lacks it) resumes when the setting is at its default
+    config = json.loads((run / "config.json").read_text())
+    del config["env"]["protocol"], config["env"]["release_overview_fps"]
+    (run / "config.json").write_text(json.dumps(config))
+    assert main(["train", "--out", str(run), "--steps", "1", "--resume", "--no-progress", *FAST]) == 0
+
     # other settings on --resume: refused, unless asked for
     capsys.readouterr()
     assert main(["train", "--out", str(run), "--steps", "2", "--resume", "--no-progress", *FAST, "grpo.kl_coef=0.5"]) == 1
