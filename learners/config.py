@@ -39,6 +39,8 @@ class DataConfig:
     path: str | None = None
     """A samples file or directory (anything ``load_samples`` reads). None: synthetic videos generated into
     the cache if absent."""
+    video_root: str | None = None
+    """Where ``path``'s relative video paths live (the released RL parquet names them under its video root)."""
     synth_n: int = 12
     """Synthetic training videos."""
     synth_seed: int = 0

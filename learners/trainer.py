@@ -60,7 +60,7 @@ def synth_dir(synth) -> Path:
 
 def resolve_data(cfg: TrainConfig):
     if cfg.data.path:
-        return load_samples(cfg.data.path)
+        return load_samples(cfg.data.path, video_root=cfg.data.video_root)
     from paravt_env.data.synthetic import generate_dataset
 
     synth = cfg.data.synth_config()

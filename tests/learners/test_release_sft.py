@@ -81,3 +81,27 @@ def test_loss_falls_on_assistant_turns_only_and_the_stage_trains(sft_dir, tiny_q
     assert summary["sft"]["episodes"] == 2 and summary["sft"]["dropped"] == 1
     rows = [json.loads(line) for line in (tmp_path / "sft_metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and all(np.isfinite(r["loss"]) for r in rows)
+
+
+def test_train_from_the_released_data_end_to_end(sft_dir, tmp_path_factory):
+    """``paravt train`` on the release's RL parquet rows and SFT shards under the release protocol."""
+    from scripts.cli import main
+
+    tmp_path = tmp_path_factory.mktemp("rl")
+    rows = json.loads((FIXTURE.parents[1] / "paravt" / "paravt_rl_rows.json").read_text())[:2]
+    (tmp_path / "rl.json").write_text(json.dumps(rows))
+    for row in rows:
+        target = tmp_path / "videos" / row["videos"][0]["video"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(sft_dir / "videos" / "v1.mp4", target)
+    run = tmp_path / "run"
+    with pytest.warns(UserWarning, match="skipped 1 SFT rows"):
+        rc = main(["train", "--recipe", "tiny_cpu", "--out", str(run), "--no-progress", f"data.path={tmp_path / 'rl.json'}",
+                   f"data.video_root={tmp_path / 'videos'}", f"sft.data={sft_dir}", "sft.steps=2", "perception.steps=0",
+                   "env.protocol=release", "env.tool_result=subagent", "steps=1", "data.heldout_n=0",
+                   "rollout.group_size=2", "rollout.prompts_per_step=1"])  # fmt: skip
+    assert rc == 0
+    [metrics] = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert metrics["step"] == 1 and np.isfinite(metrics["loss"])
+    config = json.loads((run / "config.json").read_text())
+    assert config["env"]["protocol"] == "release" and config["sft"]["data"] == str(sft_dir)
