@@ -62,6 +62,9 @@ class EvalOptions:
     """"release": the released driver's messages and its scoring (``release_score``); see ``EnvConfig``."""
     subtitles: bool = False
     """Show each video's subtitles before the question (Video-MME w/ subs)."""
+    video_channel: str = "image_url"
+    """Release protocol: "video_url" sends the video as a file:// URL for the server to sample (the release's
+    Charades-STA runs)."""
 
     def env_config(self, subagent: Any = None) -> EnvConfig:
         return EnvConfig(
@@ -80,6 +83,7 @@ class EvalOptions:
             response_prefix=self.response_prefix,
             protocol=self.protocol,
             subtitles=self.subtitles,
+            video_channel=self.video_channel,
         )
 
 
@@ -101,7 +105,7 @@ def policy_card(spec: str) -> dict:
 
 
 def eval_options(policy: str, dispatch: str = "parallel", *, protocol: str = "paravt", subtitles: bool = False,
-                 **given) -> EvalOptions:  # fmt: skip
+                 video_channel: str = "image_url", **given) -> EvalOptions:  # fmt: skip
     """Options given (None: not given), then the checkpoint's card, then the paper's eval defaults."""
     unknown = sorted(set(given) - set(OPTION_KEYS))
     if unknown:
@@ -117,7 +121,7 @@ def eval_options(policy: str, dispatch: str = "parallel", *, protocol: str = "pa
     if protocol == "release" and pick["prompt_mode"] == "agentic":
         pick["prompt_mode"] = "agentic_general"  # the release's name, so the config says what ran
     return EvalOptions(dispatch=dispatch, response_prefix="<think>\n" if card.get("think_prefix") else "",
-                       protocol=protocol, subtitles=subtitles, **pick)  # fmt: skip
+                       protocol=protocol, subtitles=subtitles, video_channel=video_channel, **pick)  # fmt: skip
 
 
 def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *, dispatch: str = "parallel",

@@ -75,7 +75,7 @@ def column_samples(root: Path, column: Column, limit: int | None) -> list:
 
 
 def run_suite(root: str | Path, make_agent, out: str | Path, options: EvalOptions, *, grounding_prompt_mode: str,
-              columns: tuple[str, ...] = COLUMN_KEYS, limit: int | None = None, concurrency: int = 1,
+              grounding_video_channel: str = "image_url", columns: tuple[str, ...] = COLUMN_KEYS, limit: int | None = None, concurrency: int = 1,
               progress: bool = True, run_config: dict[str, Any] | None = None, subagent: Any = None,
               paper_rows: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:  # fmt: skip
     """Evaluate every column found under ``root``; return (and write) the table."""
@@ -92,7 +92,8 @@ def run_suite(root: str | Path, make_agent, out: str | Path, options: EvalOption
             results[column.key] = {"missing": f"no annotation file matches {list(column.annotations)} under {root}"}
             continue
         col_options = replace(options, subtitles=column.subtitles,
-                              prompt_mode=grounding_prompt_mode if column.grounding else options.prompt_mode)  # fmt: skip
+                              prompt_mode=grounding_prompt_mode if column.grounding else options.prompt_mode,
+                              video_channel=grounding_video_channel if column.grounding else options.video_channel)  # fmt: skip
         summary = evaluate(samples, make_agent, out / column.key, col_options, concurrency=concurrency,
                            progress=progress, subagent=subagent,
                            run_config={**(run_config or {}), "column": column.key})  # fmt: skip

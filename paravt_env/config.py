@@ -66,6 +66,11 @@ class EnvConfig:
     followed by a forced final answer; see ``paravt_env.release_episode``), so that a released checkpoint
     sees what it was evaluated on. ``crop_fps``, ``crop_max_frames`` and the pixel budgets are the release's
     own there."""
+    video_channel: str = "image_url"
+    """Release protocol, eval driver: how the video reaches the model. "image_url": the overview frames
+    (the release's default); "video_url": a ``file://`` URL of the video for the server to sample (the
+    release's Charades-STA runs: vLLM decodes it with its own sampling; only OpenAI-compatible servers
+    that read local files can take it). Crops are images either way."""
     release_overview_fps: float | None = 1.0
     """Release protocol, RL workflow (``tool_result="subagent"``): the overview's frame rate, 1 as in the
     release's base RL config, where it silently overrides the frame budget and so turns nFrames Gating off
@@ -102,6 +107,10 @@ class EnvConfig:
             raise ValueError(f"EnvConfig.protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
         if self.protocol == "release":
             release_mode(self.prompt_mode)  # raises, naming the modes the release has
+        if self.video_channel not in ("image_url", "video_url"):
+            raise ValueError(f"EnvConfig.video_channel must be 'image_url' or 'video_url', got {self.video_channel!r}")
+        if self.video_channel == "video_url" and self.protocol != "release":
+            raise ValueError('EnvConfig.video_channel="video_url" is a release-protocol option (protocol="release")')
         for name in ("max_parallel", "max_turns", "frame_budget", "crop_max_frames", "max_action_chars"):
             value = getattr(self, name)
             if not _is_int(value) or value < 1:

@@ -164,7 +164,8 @@ class VideoToolEnv(gym.Env[dict, str]):
             system, user, messages = self._release.opening(overview)
         elif cfg.protocol == "release":  # the released eval driver
             self._release = ReleaseEpisode(sample, reader, mode=cfg.prompt_mode, max_turns=cfg.max_turns,
-                                           max_parallel=cfg.max_parallel, subtitles=cfg.subtitles)  # fmt: skip
+                                           max_parallel=cfg.max_parallel, subtitles=cfg.subtitles,
+                                           video_channel=cfg.video_channel)  # fmt: skip
             system, user, messages = self._release.opening(overview)
         else:
             self._release = None
@@ -351,6 +352,8 @@ class VideoToolEnv(gym.Env[dict, str]):
                 reader.close()
                 raise
             return reader, len(overview) if cfg.release_overview_fps else k, overview, time.perf_counter() - t_dec
+        if cfg.protocol == "release" and cfg.video_channel == "video_url":  # the server samples the video
+            return reader, k, Frames.empty(), time.perf_counter() - t_dec
         if cfg.protocol == "release":  # never fails: the release sends the question alone then
             return reader, k, release_overview(reader, k), time.perf_counter() - t_dec
         try:

@@ -19,6 +19,7 @@ final generation (other turns use the policy's own cap: the release's ``--max_to
 
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -47,10 +48,14 @@ from .video import Frames, VideoReader
 from .video.qwen_frames import release_crop
 
 
-def message(role: str, text: str, n_frames: int = 0, *, parts: bool = False) -> dict[str, Any]:
+def message(role: str, text: str, n_frames: int = 0, *, parts: bool = False, video_url: str | None = None) -> dict[str, Any]:
     """A message of ``info["messages"]``: ``text`` holds ``n_frames`` ``<image>`` placeholders (the frames, in
-    order, are the next ``n_frames`` of the observation); ``parts``: send the content as a list of parts."""
-    return {"role": role, "text": text, "frames": n_frames, "parts": parts or n_frames > 0}
+    order, are the next ``n_frames`` of the observation); ``parts``: send the content as a list of parts;
+    ``video_url``: a video part (a ``file://`` URL) before the text."""
+    out = {"role": role, "text": text, "frames": n_frames, "parts": parts or n_frames > 0 or video_url is not None}
+    if video_url is not None:
+        out["video_url"] = video_url
+    return out
 
 
 @dataclass
@@ -74,8 +79,9 @@ class ReleaseEpisode:
     """The release driver's dialogue for one sample."""
 
     def __init__(self, sample: VideoQASample, reader: VideoReader, *, mode: str, max_turns: int, max_parallel: int,
-                 subtitles: bool = False) -> None:  # fmt: skip
+                 subtitles: bool = False, video_channel: str = "image_url") -> None:  # fmt: skip
         self.sample, self.reader, self.mode = sample, reader, mode
+        self.video_channel = video_channel
         self.max_turns, self.max_parallel = max_turns, max_parallel
         self.subtitles = subtitles
         self.is_mcq = bool(release_fields(sample)["is_mcq"])
@@ -86,7 +92,11 @@ class ReleaseEpisode:
         """(system prompt, user text with one placeholder per overview frame, the two messages)."""
         system = release_system_prompt(self.mode)
         question = release_question(self.sample, self.mode, subtitles=self.subtitles)
-        user = IMAGE_PLACEHOLDER * len(overview) + user_question(question, self.sample.video_path, self.mode)
+        text = user_question(question, self.sample.video_path, self.mode)
+        if self.video_channel == "video_url":  # the server samples the video itself
+            url = f"file://{os.path.abspath(self.sample.video_path)}"
+            return system, text, [message("system", system), message("user", text, video_url=url)]
+        user = IMAGE_PLACEHOLDER * len(overview) + text
         return system, user, [message("system", system), message("user", user, len(overview), parts=True)]
 
     def step(self, text: str, pool: ThreadPoolExecutor) -> ReleaseTurn:

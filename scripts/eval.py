@@ -49,6 +49,15 @@ def add_parser(sub, name: str, help_text: str) -> None:
         "sees what it was evaluated on (--max-turns then counts rounds of tool calls)",
     )
     p.add_argument("--subtitles", action="store_true", help="show each video's .srt subtitles before the question")
+    p.add_argument(
+        "--video-channel", choices=("image_url", "video_url"), default="image_url",
+        help="release protocol: video_url sends the video as a file:// URL for a vLLM server to sample (the "
+        "release's Charades-STA runs); crops stay images",
+    )
+    p.add_argument(
+        "--grounding-video-channel", choices=("image_url", "video_url"), default=None,
+        help="suite: the channel of Charades-STA (default: --video-channel; the release's recipes use video_url)",
+    )
     p.add_argument("--tool-result", choices=("frames", "subagent"), default=None)
     p.add_argument("--limit", type=int, default=None, help="only the first N samples")
     p.add_argument("--concurrency", type=int, default=1, help="episodes in flight (default 1)")
@@ -80,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     if args.limit is not None:
         samples = samples[: args.limit]
     options = eval_options(args.policy, args.dispatch, protocol=args.protocol, subtitles=args.subtitles,
-                           **{k: getattr(args, k) for k in OPTION_KEYS})  # fmt: skip
+                           video_channel=args.video_channel, **{k: getattr(args, k) for k in OPTION_KEYS})  # fmt: skip
     options.env_config()  # a setting the env refuses fails here, with its message, before any sample runs
     preflight(args.policy)  # a server that is not up fails the run now, not every sample
     factory, subagent = make_agent_factory(
@@ -113,7 +122,7 @@ def run_suite_command(args: argparse.Namespace) -> int:
         raise ValueError(f"paravt eval suite needs {', '.join(missing)}")
     columns = tuple(c.strip() for c in args.columns.split(",")) if args.columns else COLUMN_KEYS
     paper_rows = json.loads(Path(args.paper_rows).read_text()) if args.paper_rows else None
-    options = eval_options(args.policy, args.dispatch, protocol=args.protocol,
+    options = eval_options(args.policy, args.dispatch, protocol=args.protocol, video_channel=args.video_channel,
                            **{k: getattr(args, k) for k in OPTION_KEYS})  # fmt: skip
     grounding = args.grounding_prompt_mode or ("agentic_minimal" if args.protocol == "release" else options.prompt_mode)
     options.env_config()
@@ -124,6 +133,7 @@ def run_suite_command(args: argparse.Namespace) -> int:
     from benchmarks.suite import to_markdown
 
     table = run_suite(args.data_root, factory, args.out, options, grounding_prompt_mode=grounding, columns=columns,
+                      grounding_video_channel=args.grounding_video_channel or args.video_channel,
                       limit=args.limit, concurrency=args.concurrency, progress=not args.no_progress,
                       run_config={"policy": args.policy, "protocol": args.protocol, "data_root": str(args.data_root)},
                       subagent=subagent, paper_rows=paper_rows)  # fmt: skip

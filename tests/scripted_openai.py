@@ -75,7 +75,8 @@ def image_of(url: str) -> tuple[str, np.ndarray]:
 
 
 def summarize_request(body: dict) -> dict:
-    """A request with each image replaced by (format, height, width, frame number of the index video)."""
+    """A request with each image replaced by (format, height, width, frame number of the index video) and each
+    video part by its URL."""
     messages = []
     for m in body["messages"]:
         content = m["content"]
@@ -84,6 +85,8 @@ def summarize_request(body: dict) -> dict:
             for p in content:
                 if p["type"] == "text":
                     parts.append(("text", p["text"]))
+                elif p["type"] == "video_url":
+                    parts.append(("video", p["video_url"]["url"]))
                 else:
                     fmt, img = image_of(p["image_url"]["url"])
                     parts.append(("image", fmt, img.shape[0], img.shape[1], decode_index(img)))

@@ -26,7 +26,8 @@ def listed_messages(listing: Sequence[dict[str, Any]], obs: dict[str, Any]) -> l
     out, used = [], 0
     for m in listing:
         n = int(m.get("frames", 0))
-        out.append(Message(m["role"], m["text"], frames[used : used + n], as_parts=bool(m.get("parts"))))
+        out.append(Message(m["role"], m["text"], frames[used : used + n], as_parts=bool(m.get("parts")),
+                           video_url=m.get("video_url")))  # fmt: skip
         used += n
     if used != len(frames):
         raise ValueError(f"info['messages'] takes {used} frames but the observation holds {len(frames)}")

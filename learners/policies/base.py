@@ -25,6 +25,9 @@ class Message:
     images: list[np.ndarray] = field(default_factory=list)
     as_parts: bool = False
     """Send the content as a list of parts even without images (the release's first user turn is a list)."""
+    video_url: str | None = None
+    """A video the server samples itself (``file://`` URL, before the text): only OpenAI-compatible servers
+    that read local videos (vLLM with ``--allowed-local-media-path``) can take it."""
 
     def __post_init__(self) -> None:
         n = self.text.count(IMAGE_PLACEHOLDER)

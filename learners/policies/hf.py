@@ -133,6 +133,9 @@ class HFPolicy:
 
     # --- encoding -------------------------------------------------------------------------------------------
     def render(self, messages: Sequence[Message], add_generation_prompt: bool) -> str:
+        if any(m.video_url for m in messages):
+            raise ValueError("a video_url message needs a server that samples videos itself (openai:URL to vLLM); "
+                             "local checkpoints take frames: use --video-channel image_url")  # fmt: skip
         chat = [{"role": m.role, "content": m.parts()} for m in messages]
         return self.tokenizer.apply_chat_template(chat, add_generation_prompt=add_generation_prompt, tokenize=False)
 

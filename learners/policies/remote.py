@@ -76,10 +76,12 @@ def post_json(url: str, body: dict[str, Any], *, timeout: float, retries: int, b
 def openai_messages(conversation: Conversation, image_format: str = "png") -> list[dict[str, Any]]:
     out = []
     for m in conversation:
-        if not m.images and not m.as_parts:
+        if not m.images and not m.as_parts and m.video_url is None:
             out.append({"role": m.role, "content": m.text})
             continue
         parts: list[dict[str, Any]] = []
+        if m.video_url is not None:
+            parts.append({"type": "video_url", "video_url": {"url": m.video_url}})
         frames = iter(m.images)
         for part in m.parts():
             if part["type"] == "text":

@@ -94,3 +94,38 @@ def test_charades_grounding_is_scored_by_iou_with_the_release_extractor(tmp_path
     assert row["score"] == pytest.approx(1.6 / 2.0) and row["prediction"] == "3.1-4.7"
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["grounding"]["mIoU"] == pytest.approx(0.8)
+
+
+def test_video_url_channel_sends_the_file_for_the_server_to_sample(tmp_path, index_video):
+    root = tmp_path / "charades"
+    (root / "Charades_v1_480").mkdir(parents=True)
+    rows = [{"video": "3MSZA.mp4", "caption": "person turn a light on.", "timestamp": [3.0, 5.0]}]
+    (root / "rows.json").write_text(json.dumps(rows))
+    shutil.copy(index_video, root / "Charades_v1_480" / "3MSZA.mp4")
+    with ScriptedModel([REPLIES[0], "3.1 - 4.7"]) as model:
+        rc = cli(["eval", "--protocol", "release", "--prompt-mode", "agentic_minimal", "--video-channel", "video_url",
+                  "--policy", f"openai:{model.url}", "--data", str(root / "rows.json"), "--out", str(tmp_path / "out"),
+                  "--no-progress", "--max-turns", "1"])  # fmt: skip
+        first, second = [summarize_request(r) for r in model.requests]
+    assert rc == 0
+    (role, content) = first["messages"][1]
+    url = f"file://{(root / 'Charades_v1_480' / '3MSZA.mp4').resolve()}"
+    assert role == "user" and content[0] == ("video", url) and content[1][0] == "text" and len(content) == 2
+    assert content[1][1].endswith("The video path for this video is: 3MSZA.mp4")
+    # crops still come back as images, then the grounding force message with its 128-token cap
+    assert second["messages"][3][1][0][:2] == ("image", "jpeg") and second["max_tokens"] == 128
+    assert second["messages"][-1] == ("user", "Based on the video and any cropped segments, provide your final answer "
+                                      "about when the event happens. Use the format: 'The event happens in the X.X - "
+                                      "Y.Y seconds.'")  # fmt: skip
+
+
+def test_video_url_needs_a_server_that_samples_videos(tmp_path, index_video, tiny_qwen3, capsys):
+    (tmp_path / "rows.json").write_text(json.dumps([{"video": str(index_video), "caption": "x", "timestamp": [1, 2]}]))
+    rc = cli(["eval", "--protocol", "release", "--video-channel", "video_url", "--policy", f"hf:{tiny_qwen3}",
+              "--data", str(tmp_path / "rows.json"), "--out", str(tmp_path / "out"), "--no-progress"])  # fmt: skip
+    assert rc == 0  # recorded as an error row, not a crash
+    [row] = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert "needs a server that samples videos itself" in row["error"]
+    assert cli(["eval", "--video-channel", "video_url", "--policy", "no_tool", "--data", str(tmp_path / "rows.json"),
+                "--out", str(tmp_path / "o2")]) == 1  # fmt: skip
+    assert "release-protocol option" in capsys.readouterr().err
