@@ -182,11 +182,12 @@ def release_result(sample: VideoQASample, final_info: dict[str, Any]) -> tuple[f
     fields = release_fields(sample)
     final = final_info.get("final_response", "")
     span = tuple(fields["span"]) if fields.get("span") else None
+    extra = {"release_id": fields.get("id"), "final_response": final[:500]}  # the release's id: rows to match
     if final_info.get("error"):  # the driver fails the sample: an error row scoring 0
-        return 0.0, "", fields["answer"], False, {"final_response": ""}
+        return 0.0, "", fields["answer"], False, {**extra, "final_response": ""}
     score, pred = release_score(final, is_mcq=fields["is_mcq"], answer=fields["answer"], span=span)
     correct = score == 1.0 if fields["is_mcq"] else score >= 0.5
-    return score, pred, fields["answer"], correct, {"final_response": final[:500]}
+    return score, pred, fields["answer"], correct, extra
 
 
 def is_correct(score: float, question_type: str) -> bool:

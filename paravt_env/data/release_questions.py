@@ -42,12 +42,14 @@ def _lettered(options: Any) -> str:
     return str(options)
 
 
-def _mcq(body: str, answer: Any) -> dict[str, Any]:
-    return {"body": body, "instruction": True, "answer": str(answer), "is_mcq": True}
+def _mcq(body: str, answer: Any, release_id: Any = None) -> dict[str, Any]:
+    """``release_id``: the id the release's driver gives the sample in its results (to match rows)."""
+    return {"body": body, "instruction": True, "answer": str(answer), "is_mcq": True, "id": release_id}
 
 
 def videomme(row: dict) -> dict[str, Any]:
-    return _mcq(f"Question: {row['question']}\nOptions:\n{_lettered(row.get('options', []))}", row.get("answer", ""))
+    return _mcq(f"Question: {row['question']}\nOptions:\n{_lettered(row.get('options', []))}", row.get("answer", ""),
+                row.get("videoID"))
 
 
 def longvideobench(row: dict) -> dict[str, Any]:
@@ -58,14 +60,15 @@ def longvideobench(row: dict) -> dict[str, Any]:
         options = [o for o in options if o and o != "N/A"]
     choice = row.get("correct_choice", -1)
     answer = (chr(65 + choice) if choice >= 0 else "?") if isinstance(choice, int) else str(choice)
-    return _mcq(f"Question: {row['question']}\nOptions:\n{_lettered(options)}", answer)
+    return _mcq(f"Question: {row['question']}\nOptions:\n{_lettered(options)}", answer,
+                str(row.get("id", row.get("video_id", ""))))
 
 
 def lvbench(row: dict) -> dict[str, Any]:
-    return _mcq(f"{row['question']}", row.get("answer", ""))
+    return _mcq(f"{row['question']}", row.get("answer", ""), row.get("uid", ""))
 
 
-def mlvu(row: dict) -> dict[str, Any]:
+def mlvu(row: dict, index: int | None = None) -> dict[str, Any]:
     options = row.get("candidates", [])
     answer_text = row.get("answer", "")
     letter = "?"
@@ -74,7 +77,8 @@ def mlvu(row: dict) -> dict[str, Any]:
             if str(option).strip() == str(answer_text).strip():
                 letter = chr(65 + j)
                 break
-    return _mcq(f"Question: {row['question']}\nOptions:\n{_lettered(options)}", letter)
+    return _mcq(f"Question: {row['question']}\nOptions:\n{_lettered(options)}", letter,
+                f"{row.get('task_type', 'mlvu')}-{index}" if index is not None else None)
 
 
 def mmvu(row: dict) -> dict[str, Any]:
@@ -82,12 +86,13 @@ def mmvu(row: dict) -> dict[str, Any]:
     if isinstance(choices, (list, tuple)):
         choices = {chr(65 + i): v for i, v in enumerate(choices)}
     options = "\n".join(f"{k}. {v}" for k, v in sorted(choices.items()) if v not in (None, ""))
-    return _mcq(f"Question: {row['question']}\nOptions:\n{options}", str(row.get("answer", "")).strip())
+    return _mcq(f"Question: {row['question']}\nOptions:\n{options}", str(row.get("answer", "")).strip(), row.get("id", ""))
 
 
-def charades(caption: str, span: tuple[float, float]) -> dict[str, Any]:
+def charades(caption: str, span: tuple[float, float], index: int | None = None) -> dict[str, Any]:
     body = CHARADES_TEMPLATE.format(caption=caption)
-    return {"body": body, "instruction": False, "answer": str(list(span)), "is_mcq": False, "span": list(span)}
+    return {"body": body, "instruction": False, "answer": str(list(span)), "is_mcq": False, "span": list(span),
+            "id": index}  # fmt: skip
 
 
 def default_fields(sample: VideoQASample) -> dict[str, Any]:

@@ -75,6 +75,7 @@ def test_every_request_and_score_as_the_release_driver(tmp_path, index_video):
         assert g == e, f"request {i} differs"
     [row] = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert (row["score"], row["prediction"], row["answer"], row["tool_calls"]) == (1.0, "C", "C", 5)
+    assert row["extra"]["release_id"] == "aaaaaaaaaa1"  # the id the release's driver gives the row
     config = json.loads((tmp_path / "out" / "eval_config.json").read_text())
     assert config["protocol"] == "release" and config["prompt_mode"] == "agentic_general"
 

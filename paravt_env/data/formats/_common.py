@@ -267,3 +267,9 @@ def sample_id(row: dict, names: Iterable[str], ctx: RowContext) -> str:
         return str(value)
     where = ctx.where.split(": ", 1)[-1].replace(" ", "")
     return f"{ctx.file.stem}-{where}"
+
+
+def row_number(ctx: RowContext) -> int | None:
+    """The row's position in its file (``row N`` of a JSON list or parquet), for ids that count rows."""
+    m = re.search(r"row (\d+)$", ctx.where)
+    return int(m.group(1)) if m else None

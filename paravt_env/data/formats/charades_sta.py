@@ -20,6 +20,7 @@ from ._common import (
     first_present,
     parse_span,
     require,
+    row_number,
     span_answer,
     with_extensions,
 )
@@ -46,10 +47,11 @@ def _denoise(x: float) -> float:
     return tenth if np.float16(tenth) == np.float16(x) else round(x, 3)
 
 
-def _sample(vid: str, caption: str, span: tuple[float, float], duration: float | None, n: str) -> Candidate:
+def _sample(vid: str, caption: str, span: tuple[float, float], duration: float | None, n: str,
+            index: int | None = None) -> Candidate:  # fmt: skip
     vid = vid.strip()
     # The release scores against the span as stored (float16 noise included) and quotes the caption as is.
-    release = release_questions.charades(caption, (float(span[0]), float(span[1])))
+    release = release_questions.charades(caption, (float(span[0]), float(span[1])), index)
     span = (_denoise(span[0]), _denoise(span[1]))
     for ext in (".mp4", ".MP4", ".avi", ".mkv", ".webm"):
         vid = vid.removesuffix(ext)
@@ -89,4 +91,4 @@ def read(row: dict, ctx: RowContext) -> list[Candidate]:
     field = "timestamp" if row.get("timestamp") is not None else "timestamps"
     span = parse_span(require(row, field, ctx), field, ctx)
     caption = str(first_present(row, ("caption", "query", "sentence")) or require(row, "caption", ctx))
-    return [_sample(vid, caption, span, as_float(row.get("duration"), "duration", ctx), "")]
+    return [_sample(vid, caption, span, as_float(row.get("duration"), "duration", ctx), "", row_number(ctx))]

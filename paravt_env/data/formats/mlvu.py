@@ -21,6 +21,7 @@ from ._common import (
     first_present,
     mcq,
     require,
+    row_number,
     sample_id,
 )
 
@@ -62,7 +63,7 @@ def read(row: dict, ctx: RowContext) -> list[Candidate]:
         sample = VideoQASample(
             qid, video, question, str(require(row, "answer", ctx)), "oe", duration=duration, extra=extra
         )
-    sample.extra["release"] = release_questions.mlvu(row)
+    sample.extra["release"] = release_questions.mlvu(row, row_number(ctx))
     # Where the videos live: beside the file, in a folder per task (named like the JSON file, or after the
     # task), or in MLVU's own layout, MLVU/video/<N>_<task>/ next to MLVU/json/.
     folders = (
