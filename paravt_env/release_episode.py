@@ -27,8 +27,8 @@ from typing import Any
 
 from .data.release_questions import release_fields, release_question
 from .data.sample import VideoQASample
-from .protocol.markers import IMAGE_PLACEHOLDER
 from .protocol import parse_response
+from .protocol.markers import IMAGE_PLACEHOLDER
 from .protocol.release import (
     FORCED_FINAL,
     RL_CROP_FAILED,
@@ -193,7 +193,7 @@ class ReleaseRLEpisode:
         jobs = [(i, SubAgentRequest(self.sample.question_with_options(), w[0], w[1], f, style="release"))
                 for i, (w, f) in enumerate(zip(windows, crops, strict=True)) if w and len(f)]  # fmt: skip
         decode_s = time.perf_counter() - t0
-        summaries = self._summaries([r for _, r in jobs])
+        summaries = self._summaries([r for _, r in jobs], pool)
         texts = [RL_CROP_FAILED] * len(calls)
         for (i, _), summary in zip(jobs, summaries, strict=True):
             if summary is not None:
@@ -214,21 +214,29 @@ class ReleaseRLEpisode:
             return None
         return start, min(end, self.reader.duration)
 
-    def _summaries(self, requests: list[SubAgentRequest]) -> list[str | None]:
-        """The sub-agent's whole reply per crop (None where it failed or timed out)."""
+    def _summaries(self, requests: list[SubAgentRequest], pool: ThreadPoolExecutor) -> list[str | None]:
+        """The sub-agent's whole reply per crop, generated concurrently as the release's ``asyncio.gather``
+        does (None where it failed or timed out: a failing sub-agent fails its crops, never the episode)."""
         if not requests:
             return []
         agent = self.subagent
-        try:
-            if hasattr(agent, "batch"):
+        if hasattr(agent, "batch"):  # one batched generation for the turn
+            try:
                 replies = list(call_with_timeout(lambda: agent.batch(requests), self.timeout))
-            else:
-                replies = [call_with_timeout(lambda r=r: agent(r), self.timeout) for r in requests]
-        except Exception:  # noqa: BLE001 - a failing sub-agent fails its crops, never the episode
-            return [None] * len(requests)
-        if len(replies) != len(requests):
-            return [None] * len(requests)
-        return [r if isinstance(r, str) else None for r in replies]
+            except Exception:  # noqa: BLE001
+                return [None] * len(requests)
+            if len(replies) != len(requests):
+                return [None] * len(requests)
+            return [r if isinstance(r, str) else None for r in replies]
+
+        def one(request: SubAgentRequest) -> str | None:
+            try:
+                reply = call_with_timeout(lambda: agent(request), self.timeout)
+            except Exception:  # noqa: BLE001
+                return None
+            return reply if isinstance(reply, str) else None
+
+        return list(pool.map(one, requests))
 
 
 __all__ = ["ReleaseEpisode", "ReleaseRLEpisode", "ReleaseTurn", "message", "rl_opening_messages"]

@@ -21,6 +21,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--columns", default=None, help="suite: comma-separated subset of the columns (default: all)")
     p.add_argument(
         "--grounding-prompt-mode", default=None,
+        choices=("direct", "reasoning", "agentic", "agentic_general", "agentic_minimal"),
         help="suite: prompt mode of Charades-STA (default: agentic_minimal under the release protocol, as the "
         "release's ParaVT-8B recipe; else the --prompt-mode)",
     )
@@ -115,13 +116,15 @@ def run_suite_command(args: argparse.Namespace) -> int:
 
     from benchmarks.evaluation import OPTION_KEYS, eval_options
     from benchmarks.policies import make_agent_factory, preflight
-    from benchmarks.suite import COLUMN_KEYS, run_suite
+    from benchmarks.suite import COLUMN_KEYS, run_suite, to_markdown
 
     missing = [f"--{k.replace('_', '-')}" for k in ("policy", "data_root", "out") if not getattr(args, k)]
     if missing:
         raise ValueError(f"paravt eval suite needs {', '.join(missing)}")
     columns = tuple(c.strip() for c in args.columns.split(",")) if args.columns else COLUMN_KEYS
     paper_rows = json.loads(Path(args.paper_rows).read_text()) if args.paper_rows else None
+    if paper_rows is not None and not (isinstance(paper_rows, dict) and all(isinstance(v, dict) for v in paper_rows.values())):
+        raise ValueError(f"--paper-rows {args.paper_rows} must hold a JSON object {{row: {{column: value}}}}")
     options = eval_options(args.policy, args.dispatch, protocol=args.protocol, video_channel=args.video_channel,
                            **{k: getattr(args, k) for k in OPTION_KEYS})  # fmt: skip
     grounding = args.grounding_prompt_mode or ("agentic_minimal" if args.protocol == "release" else options.prompt_mode)
@@ -130,8 +133,6 @@ def run_suite_command(args: argparse.Namespace) -> int:
     factory, subagent = make_agent_factory(
         args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result, protocol=args.protocol
     )
-    from benchmarks.suite import to_markdown
-
     table = run_suite(args.data_root, factory, args.out, options, grounding_prompt_mode=grounding, columns=columns,
                       grounding_video_channel=args.grounding_video_channel or args.video_channel,
                       limit=args.limit, concurrency=args.concurrency, progress=not args.no_progress,
