@@ -80,12 +80,18 @@ def test_every_request_and_score_as_the_release_driver(tmp_path, index_video):
     assert config["protocol"] == "release" and config["prompt_mode"] == "agentic_general"
 
 
-def test_charades_grounding_is_scored_by_iou_with_the_release_extractor(tmp_path, index_video):
+def charades_root(tmp_path: Path, video: Path) -> Path:
+    """One Charades-STA row (ground truth 3.0-5.0 s) laid out as the release reads it."""
     root = tmp_path / "charades"
     (root / "Charades_v1_480").mkdir(parents=True)
     rows = [{"video": "3MSZA.mp4", "caption": "person turn a light on.", "timestamp": [3.0, 5.0]}]
     (root / "rows.json").write_text(json.dumps(rows))
-    shutil.copy(index_video, root / "Charades_v1_480" / "3MSZA.mp4")
+    shutil.copy(video, root / "Charades_v1_480" / "3MSZA.mp4")
+    return root
+
+
+def test_charades_grounding_is_scored_by_iou_with_the_release_extractor(tmp_path, index_video):
+    root = charades_root(tmp_path, index_video)
     with ScriptedModel(["The event happens in the 3.1 - 4.7 seconds."]) as model:
         rc = cli(["eval", "--protocol", "release", "--prompt-mode", "agentic_minimal", "--policy", f"openai:{model.url}",
                   "--data", str(root / "rows.json"), "--out", str(tmp_path / "out"), "--no-progress"])  # fmt: skip
@@ -98,11 +104,7 @@ def test_charades_grounding_is_scored_by_iou_with_the_release_extractor(tmp_path
 
 
 def test_video_url_channel_sends_the_file_for_the_server_to_sample(tmp_path, index_video):
-    root = tmp_path / "charades"
-    (root / "Charades_v1_480").mkdir(parents=True)
-    rows = [{"video": "3MSZA.mp4", "caption": "person turn a light on.", "timestamp": [3.0, 5.0]}]
-    (root / "rows.json").write_text(json.dumps(rows))
-    shutil.copy(index_video, root / "Charades_v1_480" / "3MSZA.mp4")
+    root = charades_root(tmp_path, index_video)
     with ScriptedModel([REPLIES[0], "3.1 - 4.7"]) as model:
         rc = cli(["eval", "--protocol", "release", "--prompt-mode", "agentic_minimal", "--video-channel", "video_url",
                   "--policy", f"openai:{model.url}", "--data", str(root / "rows.json"), "--out", str(tmp_path / "out"),
