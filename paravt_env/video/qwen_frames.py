@@ -122,7 +122,7 @@ def release_overview(reader: VideoReader, nframes: int = 64) -> Frames:
     where qwen-vl-utils fails (the driver then sends the question alone)."""
     try:
         return qwen_frames(reader, nframes=nframes)
-    except (QwenSamplingError, VideoDecodeError):
+    except (ValueError, VideoDecodeError):  # QwenSamplingError, or a frame shape smart_resize refuses
         return Frames.empty()
 
 
@@ -134,7 +134,7 @@ def release_rl_overview(reader: VideoReader, nframes: int, fps: float | None = 1
         if fps:
             return qwen_frames(reader, fps=fps, max_frames=64, min_pixels=784, max_pixels=50176)
         return qwen_frames(reader, nframes=nframes, min_pixels=784, max_pixels=50176)
-    except QwenSamplingError as exc:
+    except ValueError as exc:  # QwenSamplingError, or a frame shape smart_resize refuses
         raise VideoDecodeError(reader.path, f"qwen-vl-utils cannot sample this video: {exc}") from None
 
 
@@ -145,7 +145,7 @@ def release_crop(reader: VideoReader, start: float, end: float) -> Frames:
     try:
         return qwen_frames(reader, fps=spec["fps"], min_frames=spec["min_frames"], max_frames=spec["max_frames"],
                            min_pixels=spec["min_pixels"], max_pixels=spec["max_pixels"], start=start, end=end)  # fmt: skip
-    except (QwenSamplingError, VideoDecodeError):
+    except (ValueError, VideoDecodeError):  # QwenSamplingError, or a frame shape smart_resize refuses
         return Frames.empty()
 
 
