@@ -1,5 +1,6 @@
 """Frame sampling speed: our two backends against the reference ParaVT path (qwen-vl-utils' fetch_video,
-decord), side by side on one 5-minute 640x360 h264 video.
+decord), side by side on one 5-minute 640x360 h264 video; and the release protocol's overview (the same frames
+and sizes as the reference request) against that request.
 
     python -m pytest benchmarks/test_bench_video.py --benchmark-only --benchmark-json=runs/bench_video.json
     python -m benchmarks.report runs/bench_video.json
@@ -70,6 +71,25 @@ def test_crop_reference(benchmark, video):
     element = {"video": video, "video_start": CROP[0], "video_end": CROP[1], "fps": 1.0, "max_frames": 16}
     out = benchmark(lambda: fetch_video({**element, **BUDGET}))
     assert out.shape[0] == 16
+
+
+@pytest.mark.benchmark(group="release-overview-64")
+@pytest.mark.parametrize("backend", ["pyav", "decord"])
+def test_release_overview(benchmark, video, backend):
+    """protocol="release": the same indices and sizes as fetch_video's default-budget overview, our decode."""
+    from paravt_env.video.qwen_frames import release_overview
+
+    reader = open_video(video, backend=backend)
+    frames = benchmark(lambda: release_overview(reader, OVERVIEW_K))
+    assert len(frames) == OVERVIEW_K
+
+
+@pytest.mark.benchmark(group="release-overview-64")
+def test_release_overview_reference(benchmark, video):
+    """What the released eval driver runs for its overview (``utils.get_frames``: nframes only)."""
+    fetch_video = _reference_fetch_video()
+    out = benchmark(lambda: fetch_video({"video": video, "nframes": OVERVIEW_K}))
+    assert out.shape[0] == OVERVIEW_K
 
 
 @pytest.mark.benchmark(group="open")
