@@ -210,12 +210,6 @@ whole system prompt when the parquet has none."""
 MAX_TOOL_RESPONSE_TOKENS = 512
 """A sub-agent summary longer than this many tokens is cut there and ends with " [truncated]"."""
 
-RL_OVERVIEW = {"fps": 1.0, "max_frames": 64, "min_pixels": 784, "max_pixels": 50176}
-"""The release's RL overview (``paravt/rl/configs/_base.yaml``: ``fps: 1``, ``max_frames: 64``, pixels
-784-50176). With ``fps`` set the workflow drops ``nframes``, so nFrames Gating never reaches the frames:
-reproduced under ``protocol="release"`` (``EnvConfig.release_overview_fps``), documented in the README."""
-
-
 def _mm_ss(seconds: float) -> str:
     return f"{int(seconds // 60):02d}:{int(seconds % 60):02d}"
 
@@ -344,6 +338,10 @@ def release_calls(text: str, max_parallel: int) -> list[ReleaseCall]:
 __all__ = [
     "DEFAULT_MAX_TOKENS",
     "FORCED_FINAL",
+    "MAX_TOOL_RESPONSE_TOKENS",
+    "RL_CROP_FAILED",
+    "RL_TOOL",
+    "RL_TOOLS_SYSTEM",
     "RELEASE_PROMPT_MODES",
     "RELEASE_SYSTEM_PROMPTS",
     "RELEASE_TOOL",
@@ -355,8 +353,10 @@ __all__ = [
     "raw_release_calls",
     "release_calls",
     "release_mode",
+    "release_subagent_prompt",
     "release_system_prompt",
     "release_time",
+    "rl_tool_response",
     "tool_response",
     "user_question",
 ]

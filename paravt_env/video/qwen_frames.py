@@ -40,7 +40,10 @@ MODEL_SEQ_LEN = int(float(os.environ.get("MODEL_SEQ_LEN", 128000)))
 TOTAL_PIXELS = MODEL_SEQ_LEN * FACTOR * FACTOR * 0.9
 
 CROP_SPEC = {"fps": 1.0, "min_frames": 1, "max_frames": 16, "min_pixels": 784, "max_pixels": 50176}
-"""The release driver's crop request (``paravt/eval/utils.py::crop_frames``)."""
+"""The release driver's crop request (``paravt/eval/utils.py::crop_frames``), also its RL sub-agent's."""
+RL_OVERVIEW_SPEC = {"max_frames": 64, "min_pixels": 784, "max_pixels": 50176}
+"""The release's RL overview (``paravt/rl/configs/_base.yaml``: ``fps: 1``, ``max_frames: 64``, pixels
+784-50176). With ``fps`` set its workflow drops ``nframes``, so nFrames Gating never reaches the frames."""
 
 
 class QwenSamplingError(ValueError):
@@ -131,9 +134,10 @@ def release_rl_overview(reader: VideoReader, nframes: int, fps: float | None = 1
     base config, which drops ``nframes`` and with it nFrames Gating), else ``nframes`` frames. Raises
     ``VideoDecodeError`` where qwen-vl-utils fails (the workflow does not catch it)."""
     try:
+        spec = RL_OVERVIEW_SPEC
         if fps:
-            return qwen_frames(reader, fps=fps, max_frames=64, min_pixels=784, max_pixels=50176)
-        return qwen_frames(reader, nframes=nframes, min_pixels=784, max_pixels=50176)
+            return qwen_frames(reader, fps=fps, **spec)
+        return qwen_frames(reader, nframes=nframes, min_pixels=spec["min_pixels"], max_pixels=spec["max_pixels"])
     except ValueError as exc:  # QwenSamplingError, or a frame shape smart_resize refuses
         raise VideoDecodeError(reader.path, f"qwen-vl-utils cannot sample this video: {exc}") from None
 
@@ -149,5 +153,5 @@ def release_crop(reader: VideoReader, start: float, end: float) -> Frames:
         return Frames.empty()
 
 
-__all__ = ["CROP_SPEC", "QwenSamplingError", "frame_count", "frame_range", "linspace_indices", "pixel_budget",
+__all__ = ["CROP_SPEC", "RL_OVERVIEW_SPEC", "QwenSamplingError", "frame_count", "frame_range", "linspace_indices", "pixel_budget",
            "qwen_frames", "release_crop", "release_overview", "release_rl_overview"]  # fmt: skip
