@@ -1,4 +1,4 @@
-"""The released ParaVT eval driver's message protocol (``protocol="release"``), rule for rule.
+"""The released ParaVT eval driver's and RL workflow's messages (``protocol="release"``), rule for rule.
 
 A released checkpoint (ParaVT-8B, Qwen3-VL-8B under the ParaVT prompt) was evaluated by the release's
 driver (EvolvingLMMs-Lab/ParaVT ``paravt/eval/driver.py``); shown anything else it is out of distribution
@@ -17,6 +17,11 @@ reply, so that ``VideoToolEnv(protocol="release")`` renders the same requests:
   the first ``max_parallel`` run, any others are dropped silently; calls beside an answer run too;
 - a turn without a readable call is the final response; after ``max_turns`` rounds of calls a forced
   final-answer message is sent, with its own token cap (64 for multiple choice, 128 for grounding).
+
+Its RL workflow (``paravt/rl/workflow.py``, ``paravt/rl/subagents/crop_video``) writes differently: a tool
+block appended to the parquet's system prompt, a sub-agent prompt naming only the window, summaries cut at
+512 tokens, one ``<tool_response>`` per summary (the second part of this module; the episode is
+``paravt_env.release_episode.ReleaseRLEpisode``).
 
 What the release does that is unsound is reproduced here on purpose (the point is to see what the release
 showed the model) and documented where it happens; ``protocol="paravt"`` keeps the sound behaviour.
