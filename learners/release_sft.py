@@ -175,10 +175,7 @@ def conversation_trajectory(policy: HFPolicy, conversation: SFTConversation) -> 
             i += 1
         if i == len(msgs):
             break  # trailing prompt turns teach nothing
-        delta = policy.encode_continuation(builder.history, group)
-        builder.history += group
-        builder.encoded = builder.encoded + delta
-        builder._pad(len(delta.input_ids))
+        builder.add_feedback(group)
     return Trajectory(input_ids=list(builder.encoded.input_ids), loss_mask=builder.loss_mask,
                       logprobs=builder.logprobs, struct_mask=builder.struct, encoded=builder.encoded,
                       turns=turns, turn_texts=builder.texts,

@@ -77,9 +77,11 @@ class _Builder:
         self.history.append(Message("assistant", gen.text))
         self.texts.append(gen.text)
 
-    def add_feedback(self, message: Message) -> Encoded:
-        delta = self.policy.encode_continuation(self.history, [message])
-        self.history.append(message)
+    def add_feedback(self, messages: Sequence[Message]) -> Encoded:
+        """The env's reply, one or several messages (the release protocol: one per crop), as one continuation:
+        the assistant is prompted once, after the last of them."""
+        delta = self.policy.encode_continuation(self.history, messages)
+        self.history.extend(messages)
         self.encoded = self.encoded + delta
         self._pad(len(delta.input_ids))
         return self.encoded
@@ -165,10 +167,9 @@ def run_group(
                 done[i] = True
                 results[i] = {"reward": reward, "breakdown": info["reward_breakdown"], "truncated": trunc}
             elif "messages" in info:
-                for m in listed_messages(info["messages"], obs):
-                    builders[i].add_feedback(m)
+                builders[i].add_feedback(listed_messages(info["messages"], obs))
             else:
-                builders[i].add_feedback(observation_message("user", obs))
+                builders[i].add_feedback([observation_message("user", obs)])
     trajectories = []
     for b, info, res, (turns, calls), rec in zip(builders, infos, results, counts, recorders, strict=True):
         trajectories.append(

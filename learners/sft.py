@@ -48,7 +48,7 @@ def run_scripted_episode(
         if done:
             breakdown = info["reward_breakdown"]
         else:
-            builder.add_feedback(observation_message("user", obs))
+            builder.add_feedback([observation_message("user", obs)])
     return Trajectory(
         input_ids=list(builder.encoded.input_ids), loss_mask=builder.loss_mask, logprobs=builder.logprobs,
         struct_mask=builder.struct, encoded=builder.encoded, reward=float(reward), breakdown=dict(breakdown),

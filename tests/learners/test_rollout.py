@@ -113,6 +113,9 @@ def test_release_protocol_rollout_keeps_the_listed_messages(tiny_qwen3, synth_sm
     tr = run_episode(env, policy, options={"index": 0})
     prompt_text = base.tokenizer.decode([t for t, m in zip(tr.input_ids, tr.loss_mask, strict=True) if not m])
     assert prompt_text.count("<tool_response>") == 2 and "seconds>" in prompt_text
+    # the two crop messages follow each other; the assistant is prompted once, after both
+    assert "<|im_end|>\n<|im_start|>user\n<tool_response>" in base.tokenizer.decode(tr.input_ids)
+    assert "<|im_start|>assistant\n<|im_start|>" not in base.tokenizer.decode(tr.input_ids)
     assert len(tr.subagent_trajectories) == 2
     sub_prompt = base.tokenizer.decode(tr.subagent_trajectories[0].input_ids)
     assert "You are analyzing a video segment from 00:02 to 00:09 (duration: 7.0 seconds)." in sub_prompt
