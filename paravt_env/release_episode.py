@@ -42,7 +42,7 @@ from .protocol.release import (
     tool_response,
     user_question,
 )
-from .tools.dispatch import call_with_timeout
+from .tools.dispatch import subagent_replies
 from .tools.subagent import SubAgentRequest
 from .video import Frames, VideoReader
 from .video.qwen_frames import release_crop
@@ -193,7 +193,7 @@ class ReleaseRLEpisode:
         jobs = [(i, SubAgentRequest(self.sample.question_with_options(), w[0], w[1], f, style="release"))
                 for i, (w, f) in enumerate(zip(windows, crops, strict=True)) if w and len(f)]  # fmt: skip
         decode_s = time.perf_counter() - t0
-        summaries = self._summaries([r for _, r in jobs], pool)
+        summaries = self._summaries([r for _, r in jobs])
         texts = [RL_CROP_FAILED] * len(calls)
         for (i, _), summary in zip(jobs, summaries, strict=True):
             if summary is not None:
@@ -214,29 +214,12 @@ class ReleaseRLEpisode:
             return None
         return start, min(end, self.reader.duration)
 
-    def _summaries(self, requests: list[SubAgentRequest], pool: ThreadPoolExecutor) -> list[str | None]:
+    def _summaries(self, requests: list[SubAgentRequest]) -> list[str | None]:
         """The sub-agent's whole reply per crop, generated concurrently as the release's ``asyncio.gather``
-        does (None where it failed or timed out: a failing sub-agent fails its crops, never the episode)."""
-        if not requests:
-            return []
-        agent = self.subagent
-        if hasattr(agent, "batch"):  # one batched generation for the turn
-            try:
-                replies = list(call_with_timeout(lambda: agent.batch(requests), self.timeout))
-            except Exception:  # noqa: BLE001
-                return [None] * len(requests)
-            if len(replies) != len(requests):
-                return [None] * len(requests)
-            return [r if isinstance(r, str) else None for r in replies]
-
-        def one(request: SubAgentRequest) -> str | None:
-            try:
-                reply = call_with_timeout(lambda: agent(request), self.timeout)
-            except Exception:  # noqa: BLE001
-                return None
-            return reply if isinstance(reply, str) else None
-
-        return list(pool.map(one, requests))
+        does (None where it failed, timed out or was not text: a failing sub-agent fails its crops only)."""
+        replies = subagent_replies(self.subagent, requests, self.timeout,
+                                   convert=lambda reply: reply if isinstance(reply, str) else None)  # fmt: skip
+        return [reply if error is None else None for reply, error, _ in replies]
 
 
 __all__ = ["ReleaseEpisode", "ReleaseRLEpisode", "ReleaseTurn", "message", "rl_opening_messages"]

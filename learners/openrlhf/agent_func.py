@@ -38,9 +38,9 @@ from openrlhf.utils.agent import AgentExecutorBase
 from openrlhf.utils.vlm_utils import accumulate_mm_inputs, process_prompt_with_images
 from PIL import Image
 
+from learners.policies.agent import cut_summary
 from learners.policies.vision_inputs import inline_images
 from paravt_env import EnvConfig, VideoQASample, VideoToolEnv
-from paravt_env.protocol.release import MAX_TOOL_RESPONSE_TOKENS
 from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT
 
 
@@ -51,15 +51,6 @@ def _pil(frames) -> list[Image.Image]:
 def chat_turns(listing: list[dict[str, Any]]) -> str:
     """ChatML of listed messages (``info["messages"]``), frames inlined at their placeholders."""
     return "".join(f"<|im_start|>{m['role']}\n{inline_images(m['text'])}<|im_end|>\n" for m in listing)
-
-
-def truncate_summary(text: str, hf_tokenizer) -> str:
-    """The release cuts a sub-agent's reply at 512 tokens and marks the cut."""
-    tok = getattr(hf_tokenizer, "tokenizer", hf_tokenizer)
-    ids = tok.encode(text, add_special_tokens=False)
-    if len(ids) <= MAX_TOOL_RESPONSE_TOKENS:
-        return text
-    return tok.decode(ids[:MAX_TOOL_RESPONSE_TOKENS], skip_special_tokens=True) + " [truncated]"
 
 
 def env_options() -> dict[str, Any]:
@@ -96,7 +87,7 @@ class AgentExecutor(AgentExecutorBase):
             tokens, _, pil = process_prompt_with_images(hf_tokenizer, text, pil)
             coro = self._generate(llm_engine, tokens, pil, sampling_params, per_turn if release else min(per_turn, 256))
             reply = asyncio.run_coroutine_threadsafe(coro, loop).result().text
-            return truncate_summary(reply, hf_tokenizer) if release else reply
+            return cut_summary(reply, getattr(hf_tokenizer, "tokenizer", hf_tokenizer)) if release else reply
 
         cfg = EnvConfig.from_kwargs(**{**self.options, **({"subagent": subagent} if self.options.get("tool_result") == "subagent" else {})})
         env = VideoToolEnv([sample], cfg)

@@ -34,6 +34,14 @@ def listed_messages(listing: Sequence[dict[str, Any]], obs: dict[str, Any]) -> l
     return out
 
 
+def cut_summary(text: str, tokenizer: Any) -> str:
+    """The release cuts a sub-agent's reply at 512 tokens of the policy's tokenizer and marks the cut."""
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    if len(ids) <= MAX_TOOL_RESPONSE_TOKENS:
+        return text
+    return tokenizer.decode(ids[:MAX_TOOL_RESPONSE_TOKENS], skip_special_tokens=True) + " [truncated]"
+
+
 class PolicyAgent:
     """Keeps the conversation of one episode and asks the policy for each turn. Where the env lists the
     messages of an observation (``info["messages"]``) they are kept as listed, and ``info["max_new_tokens"]``
@@ -92,14 +100,9 @@ class PolicySubAgent:
     def _summary(self, request: SubAgentRequest, text: str) -> str:
         if getattr(request, "style", "paravt") != "release":
             return _THINK_RE.sub("", text).strip() or text.strip()
-        # The release keeps the whole reply and cuts it at 512 tokens of the policy's tokenizer.
+        # The release keeps the whole reply, cut at 512 tokens (a policy without a tokenizer: as it came).
         tokenizer = getattr(self.policy, "tokenizer", None)
-        if tokenizer is None:
-            return text
-        ids = tokenizer.encode(text, add_special_tokens=False)
-        if len(ids) <= MAX_TOOL_RESPONSE_TOKENS:
-            return text
-        return tokenizer.decode(ids[:MAX_TOOL_RESPONSE_TOKENS], skip_special_tokens=True) + " [truncated]"
+        return text if tokenizer is None else cut_summary(text, tokenizer)
 
     def batch(self, requests: Sequence[SubAgentRequest]) -> list[str]:
         conversations = [self._conversation(r) for r in requests]

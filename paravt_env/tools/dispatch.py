@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
@@ -126,40 +126,52 @@ def call_with_timeout(fn, timeout: float | None):
     return box["value"]
 
 
-def _summarise(
-    subagent: SubAgent | BatchSubAgent, requests: list[SubAgentRequest], done: list[CropResult], timeout: float | None
-) -> None:
-    """Each executed crop's summary, or the crop marked failed with the reason: whatever a sub-agent does
-    (raises, hangs past ``timeout``, returns something that is not text), the turn goes on."""
+def subagent_replies(
+    subagent: SubAgent | BatchSubAgent, requests: list[SubAgentRequest], timeout: float | None,
+    convert: Callable[[Any], Any] = lambda reply: reply,
+) -> list[tuple[Any, BaseException | None, float]]:
+    """(``convert(reply)``, error, seconds) per request: one batched call for a ``BatchSubAgent`` (a reply
+    ``convert`` refuses fails the whole batch, as the call does), else one thread per request so the replies
+    are generated concurrently. Whatever a sub-agent does (raises, hangs past ``timeout``, returns the wrong
+    number of replies or replies ``convert`` refuses), it becomes an error here, never an exception."""
     if not requests:
-        return
+        return []
     if isinstance(subagent, BatchSubAgent):
         t = time.perf_counter()
         try:
             replies = list(call_with_timeout(lambda: subagent.batch(requests), timeout))
             if len(replies) != len(requests):
                 raise ValueError(f"sub-agent returned {len(replies)} summaries for {len(requests)} crops")
-            summaries = [clean_summary(reply) for reply in replies]
+            converted = [convert(reply) for reply in replies]
         except Exception as exc:
-            for r in done:
-                r.status, r.error = "failed", f"sub-agent failed: {exc}"
-            return
-        for r, summary in zip(done, summaries, strict=True):
-            r.summary, r.subagent_s = summary, time.perf_counter() - t
-        return
+            return [(None, exc, time.perf_counter() - t)] * len(requests)
+        return [(reply, None, time.perf_counter() - t) for reply in converted]
 
-    def one(pair: tuple[CropResult, SubAgentRequest]) -> None:
-        result, request = pair
+    out: list[tuple[Any, BaseException | None, float]] = [(None, None, 0.0)] * len(requests)
+
+    def one(i: int) -> None:
         t = time.perf_counter()
         try:
-            result.summary = clean_summary(call_with_timeout(lambda: subagent(request), timeout))
+            out[i] = (convert(call_with_timeout(lambda: subagent(requests[i]), timeout)), None, time.perf_counter() - t)
         except Exception as exc:  # one failing sub-agent must not sink the turn
-            result.status, result.error = "failed", f"sub-agent failed: {exc}"
-        result.subagent_s = time.perf_counter() - t
+            out[i] = (None, exc, time.perf_counter() - t)
 
-    # One thread per crop, so that the summaries are generated concurrently (a policy batches them itself).
-    threads = [threading.Thread(target=one, args=(pair,), daemon=True) for pair in zip(done, requests, strict=True)]
+    threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(len(requests))]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
+    return out
+
+
+def _summarise(
+    subagent: SubAgent | BatchSubAgent, requests: list[SubAgentRequest], done: list[CropResult], timeout: float | None
+) -> None:
+    """Each executed crop's summary, or the crop marked failed with the reason: the turn always goes on."""
+    replies = subagent_replies(subagent, requests, timeout, convert=clean_summary)
+    for result, (summary, error, seconds) in zip(done, replies, strict=True):
+        if error is None:
+            result.summary = summary
+        else:
+            result.status, result.error = "failed", f"sub-agent failed: {error}"
+        result.subagent_s = seconds
