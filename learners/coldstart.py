@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from .config import TrainConfig
 from .perception import build_examples, example_loss, train_perception
 from .policies.hf import HFPolicy
 from .rollout import Trajectory
-from .sft import run_scripted_episode, sft_loss, train_cross_entropy
+from .sft import progress_bar, run_scripted_episode, sft_loss, train_cross_entropy
 from .teacher import TeacherMiss, final_turn, first_turn
 
 logger = logging.getLogger(__name__)
@@ -35,36 +36,53 @@ def teacher_env_config(cfg: TrainConfig) -> EnvConfig:
     e = cfg.env
     return EnvConfig(
         frame_budget=e.frame_budget, max_turns=e.max_turns, max_parallel=e.max_parallel, crop_fps=e.crop_fps,
-        crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels, seed=cfg.seed,
+        crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels, prompt_mode=e.prompt_mode, seed=cfg.seed,
     )  # fmt: skip
 
 
-def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainConfig) -> tuple[list[Trajectory], int]:
+def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainConfig, *,
+                     progress: bool = False) -> tuple[list[Trajectory], int]:  # fmt: skip
     """``cfg.sft.episodes`` teacher episodes over ``samples`` (cycled, each pass with new frame budgets drawn
-    like nFrames Gating draws them), played through the real env and tokenised like rollouts. Returns the
-    trajectories and how many episodes were dropped because their frames showed no needle."""
+    like nFrames Gating draws them), played through the real env and tokenised like rollouts, their frames
+    kept compressed (``Encoded.compact``: the processed pixels of 900 episodes were gigabytes). Where the
+    overview misses the needle the teacher crops in ``sft.crop_rate`` of the episodes and otherwise guesses
+    one of the answers its question kind has in the data. Returns the trajectories and how many episodes were
+    dropped because their frames showed no needle."""
     env = VideoToolEnv(samples, teacher_env_config(cfg))
+    rng = random.Random(f"teacher:{cfg.seed}")
+    answers: dict[str, list[str]] = {}
+    for s in samples:
+        answers.setdefault(s.question_type, []).append(s.answer)
+    answers = {k: sorted(set(v)) for k, v in answers.items()}
     out, missed = [], 0
+    bar = progress_bar(cfg.sft.episodes, "teacher episodes", progress)
     try:
         for i in range(cfg.sft.episodes):
             sample = samples[i % len(samples)]
             k = gated_frame_budget(sample.id, i // len(samples), cfg.seed, tuple(cfg.sft.frame_budgets))
+            guess = rng.choice(answers[sample.question_type]) if rng.random() >= cfg.sft.crop_rate else None
             first: dict[str, str] = {}
 
-            def turn(t: int, obs: dict[str, Any], sample=sample, first=first) -> str:
+            def turn(t: int, obs: dict[str, Any], sample=sample, first=first, guess=guess) -> str:
                 if t == 0:
                     duration = env.unwrapped._reader.duration
                     first["text"] = first_turn(sample, obs["timestamps"], duration, window=cfg.sft.window,
-                                               max_calls=cfg.env.max_parallel)  # fmt: skip
+                                               max_calls=cfg.env.max_parallel, guess=guess)  # fmt: skip
                     return first["text"]
                 return final_turn(sample, obs["timestamps"])
 
             try:
-                out.append(run_scripted_episode(env, policy, turn, options={"sample": sample, "frame_budget": k}))
+                tr = run_scripted_episode(env, policy, turn, options={"sample": sample, "frame_budget": k})
+                tr.encoded = tr.encoded.compact()
+                out.append(tr)
             except TeacherMiss:
                 missed += 1
+            if bar:
+                bar.update(1)
     finally:
         env.close()
+        if bar:
+            bar.close()
     return out, missed
 
 
@@ -94,7 +112,7 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
             e = cfg.env
             examples = build_examples(policy, perception_samples or samples, cfg.perception, crop_fps=e.crop_fps,
                                       crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels,
-                                      max_pixels=e.max_pixels, seed=cfg.seed)  # fmt: skip
+                                      max_pixels=e.max_pixels, seed=cfg.seed, progress=progress)  # fmt: skip
             rows += train_perception(policy, examples, cfg.perception, grad_clip=cfg.optim.grad_clip, seed=cfg.seed,
                                      progress=progress)  # fmt: skip
             summary["perception"] = {"examples": len(examples), "steps": cfg.perception.steps,
@@ -107,10 +125,11 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
 
                 data, missed = release_sft_trajectories(policy, cfg.sft.data, cfg.sft.data_limit)
             else:
-                data, missed = teacher_episodes(policy, [*samples, *(perception_samples or [])], cfg)
+                data, missed = teacher_episodes(policy, [*samples, *(perception_samples or [])], cfg, progress=progress)
             calls = sum(1 for t in data if t.tool_calls)
+            guesses = sum(1 for t in data if not t.tool_calls and "shows no coloured shape" in t.turn_texts[0])
             rows += train_sft(policy, data, cfg, rehearsal=examples, progress=progress)
-            summary["sft"] = {"episodes": len(data), "dropped": missed, "with_crops": calls, "steps": cfg.sft.steps,
+            summary["sft"] = {"episodes": len(data), "dropped": missed, "with_crops": calls, "guesses": guesses, "steps": cfg.sft.steps,
                               "final_loss": _tail_mean(rows, "sft")}  # fmt: skip
     finally:
         policy.think_prefix = was_think

@@ -93,6 +93,10 @@ class EnvOptions:
     tool_result: str = "frames"
     crop_fps: float = 1.0
     """Frames per second of window a crop returns (at most ``crop_max_frames``)."""
+    prompt_mode: str = "agentic"
+    """System prompt of the episodes (``paravt_env.protocol.prompts``): "agentic", or "agentic_compact" (the same
+    contract in a few lines: tiny recipes, where the long prompt is most of every sequence). Recorded in the
+    policy card, so ``paravt eval --policy hf:DIR`` asks in the same words."""
     protocol: str = "paravt"
     """"release": episodes as the released RL workflow plays them (with ``tool_result: subagent``: the
     parquet's own prompt messages, the released sub-agent prompt, summaries cut at 512 tokens; see
@@ -125,6 +129,9 @@ class OptimConfig:
     """AdamW weight decay (release: 0.01)."""
     grad_clip: float = 1.0
     """Max gradient norm (release: 1.0)."""
+    micro_batch: int = 8
+    """Trajectories per forward/backward pass of the RL update (right-padded together; lower it for memory).
+    The loss does not depend on it."""
 
 
 @dataclass
@@ -146,6 +153,10 @@ class SFTConfig:
     frame_budgets: tuple[int, ...] = (4, 8, 16, 32, 64)
     """Overview budgets of the teacher episodes, drawn per episode by the gating hash. The paper's cold start
     is tool-use trajectories: small budgets make most episodes need the crops."""
+    crop_rate: float = 1.0
+    """Share of the teacher episodes whose overview misses the needle in which the teacher crops; in the others
+    it says it saw nothing and guesses (a base model with a weak tool prior). 1.0: always crops. Below 1 the
+    cold start leaves RL a decision to learn from reward alone, when to call the tool (``learners.teacher``)."""
     data: str | None = None
     """The released SFT data instead of teacher episodes: a parquet / JSON(L) file, folder or glob in
     lmms-engine's chat schema (``ParaVT/ParaVT-Parquet``, config ``sft``; ``learners.release_sft``), as the
@@ -267,10 +278,12 @@ def check_counts(cfg: TrainConfig) -> None:
              "perception.steps": (cfg.perception.steps, 0), "perception.batch": (cfg.perception.batch, 1),
              "rollout.group_size": (cfg.rollout.group_size, 1), "rollout.prompts_per_step": (cfg.rollout.prompts_per_step, 1),
              "rollout.max_new_tokens": (cfg.rollout.max_new_tokens, 1), "env.frame_budget": (cfg.env.frame_budget, 1),
-             "env.max_turns": (cfg.env.max_turns, 1), "env.max_parallel": (cfg.env.max_parallel, 1)}  # fmt: skip
+             "env.max_turns": (cfg.env.max_turns, 1), "optim.micro_batch": (cfg.optim.micro_batch, 1), "env.max_parallel": (cfg.env.max_parallel, 1)}  # fmt: skip
     for key, (value, least) in rules.items():
         if value < least:
             raise ValueError(f"recipe key {key} must be at least {least}, got {value}")
+    if not 0.0 <= cfg.sft.crop_rate <= 1.0:
+        raise ValueError(f"recipe key sft.crop_rate must lie in [0, 1], got {cfg.sft.crop_rate}")
 
 
 def _parse_value(text: str) -> Any:

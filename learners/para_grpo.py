@@ -45,6 +45,9 @@ class ParaGRPOConfig:
     """Force ``<think>\\n`` at the start of every response."""
     answer_suffix: bool = True
     """Answer tags outweigh ``<think>`` in the format reward (release ``ANSWER_SUFFIX=1``)."""
+    prefix_scored: bool = False
+    """Score the forced ``<think>\n`` as the policy's opening tag (``RewardConfig.score_forced_prefix``: the
+    paper's intent). False is the release's reward, which scores generated text only."""
 
     def __post_init__(self) -> None:
         if self.anchoring not in ANCHORING:
@@ -55,7 +58,8 @@ class ParaGRPOConfig:
         is left out of the scalar (the loss applies it at the structural tokens instead)."""
         base = base or RewardConfig.paravt()
         weight = self.anchor_weight if self.anchoring == "sequence" else 0.0
-        return RewardConfig(self.answer_suffix, weight, base.format_weight, base.mode, base.tool_source)
+        return RewardConfig(self.answer_suffix, weight, base.format_weight, base.mode, base.tool_source,
+                            score_forced_prefix=self.prefix_scored)
 
 
 def sequence_advantages(rewards: list[list[float]], config: GRPOConfig) -> list[list[float]]:

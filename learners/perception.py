@@ -31,7 +31,7 @@ from paravt_env.video import open_video, sample_overview, sample_window
 from .grpo import masked_mean
 from .policies.base import Message
 from .policies.hf import Encoded, HFPolicy
-from .sft import train_cross_entropy
+from .sft import progress_iter, train_cross_entropy
 from .teacher import describe, visible_events
 
 QUESTION = "What coloured shape do these frames show?"
@@ -86,7 +86,7 @@ def encode_example(policy: HFPolicy, frames, times, target: str, user: Message |
     enc = policy._encode_text(prompt + reply, list(frames))
     n_reply = len(policy.tokenizer.encode(reply, add_special_tokens=False))
     mask = [0] * (len(enc.input_ids) - n_reply) + [1] * n_reply
-    return PerceptionExample(enc, mask, target)
+    return PerceptionExample(enc.compact(), mask, target)  # frames compressed: thousands of examples wait in memory
 
 
 def answer_example(policy: HFPolicy, sample: VideoQASample, frames, times) -> PerceptionExample | None:
@@ -103,14 +103,15 @@ def answer_example(policy: HFPolicy, sample: VideoQASample, frames, times) -> Pe
 
 
 def build_examples(policy: HFPolicy, samples: list[VideoQASample], cfg: PerceptionConfig, *, crop_fps: float,
-                   crop_max_frames: int, min_pixels: int, max_pixels: int, seed: int = 0) -> list[PerceptionExample]:
+                   crop_max_frames: int, min_pixels: int, max_pixels: int, seed: int = 0,
+                   progress: bool = False) -> list[PerceptionExample]:
     """Per video: a crop-like window holding the needle, one without it (when the video has room), and an
     overview of 4, 8 or 16 frames; every label read from the frames' true timestamps. With
     ``cfg.answers``, each of them that shows the sample's events also yields an answer example."""
     answers = cfg.answers
     rng = random.Random(seed)
     out: list[PerceptionExample] = []
-    for sample in samples:
+    for sample in progress_iter(samples, "perception examples", progress):
         reader = open_video(sample.video_path)
         try:
             d = reader.duration

@@ -132,12 +132,24 @@ def run_episode(
 def run_group(
     envs: Sequence[Any], policy: HFPolicy, subagent: Any = None, seed: int | None = None, options: dict[str, Any] | None = None
 ) -> list[Trajectory]:
-    """Play one episode in each env with batched generation: every turn, all unfinished episodes generate
-    together (a GRPO group: the same ``options`` make every env play the same prompt with the same K)."""
+    """Play one episode in each env with batched generation, every env with the same ``options`` (a GRPO group:
+    the same prompt with the same K)."""
+    return run_batch(envs, policy, [options] * len(envs), subagent=subagent, seed=seed)
+
+
+def run_batch(
+    envs: Sequence[Any], policy: HFPolicy, options: Sequence[dict[str, Any] | None], *, subagent: Any = None,
+    seed: int | None = None,
+) -> list[Trajectory]:
+    """Play one episode in each env (``options[i]`` resets env i): every turn, all unfinished episodes of every
+    prompt generate in one batch, so an RL step with P prompts x G rollouts costs one generation per turn
+    instead of P. The trajectories come back in env order."""
+    if len(options) != len(envs):
+        raise ValueError(f"run_batch: {len(envs)} envs but {len(options)} options")
     builders: list[_Builder] = []
     infos = []
     recorders: list[PolicySubAgent | None] = []
-    for env in envs:
+    for env, opts in zip(envs, options, strict=True):
         base = env.unwrapped
         recorder = None
         if base.config.tool_result == "subagent":
@@ -145,7 +157,7 @@ def run_group(
                 recorder = PolicySubAgent(policy, record=True)
             base.config.subagent = subagent if subagent is not None else recorder
         recorders.append(recorder)
-        obs, info = env.reset(seed=seed, options=options)
+        obs, info = env.reset(seed=seed, options=opts)
         if "messages" in info:  # the release protocol lists its messages
             history = listed_messages(info["messages"], obs)
         else:

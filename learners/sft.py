@@ -73,6 +73,15 @@ def progress_bar(total: int, desc: str, enabled: bool, initial: int = 0):
     return tqdm(total=total, initial=initial, desc=desc, unit="step")
 
 
+def progress_iter(items: Sequence[Any], desc: str, enabled: bool):
+    """``items``, with a tqdm bar when progress is on."""
+    if not enabled:
+        return items
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, unit="item")
+
+
 def train_cross_entropy(
     policy: HFPolicy, items: Sequence[Any], loss: Callable[[HFPolicy, Any], torch.Tensor], *, steps: int, batch: int,
     lr: float, grad_clip: float, seed: int, stage: str, rehearsal: Sequence[Any] = (),

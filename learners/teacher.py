@@ -10,6 +10,10 @@ is, when the overview never showed it. This teacher only uses what the agent can
   in the prompt, nothing else;
 - **turn 2**: it reads the answer off the crop frames that show the needle.
 
+With ``crop_rate`` below 1 the teacher is a base model with a weak tool prior: in that share of the episodes
+whose overview misses the needle it crops, in the others it writes that it saw nothing and guesses an answer
+(``guess_turn``). The cold start then leaves RL a decision to learn from reward alone: when to call the tool.
+
 So the decision to call (the Tool Necessity Gap: at K=64 the overview usually shows the needle, at K=4 it
 rarely does) and the answer (the colour of what is on screen) both follow the pixels. Where the frames show
 no needle the teacher has nothing honest to say, and the episode is dropped (``TeacherMiss``).
@@ -63,15 +67,23 @@ def answer_turn(sample: VideoQASample, seen: list, where: str) -> str:
 
 
 def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration: float, *, window: float,
-               max_calls: int, needed: int = 1) -> str:
-    """Answer from the overview when it shows the needle(s) the question needs, else crop in parallel."""
+               max_calls: int, needed: int = 1, guess: str | None = None) -> str:
+    """Answer from the overview when it shows the needle(s) the question needs, else crop in parallel (or,
+    given a ``guess``, answer it without cropping)."""
     seen = visible_events(sample, overview_times)
     if len(seen) >= needed:
         return answer_turn(sample, seen, "overview")
+    if guess is not None:
+        return guess_turn(guess)
     windows = coverage_windows(duration, window, max_calls)
     calls = "\n".join(format_tool_call(a, b) for a, b in windows)
     return (f"{THINK_OPEN}The overview shows no coloured shape. I will inspect {len(windows)} windows in "
             f"parallel.</think>\n{calls}")  # fmt: skip
+
+
+def guess_turn(guess: str) -> str:
+    """The tool-shy teacher's turn when the overview shows nothing: no crop, a guess."""
+    return f"{THINK_OPEN}The overview shows no coloured shape.</think>\n<answer>{guess}</answer>"
 
 
 def final_turn(sample: VideoQASample, crop_times: Sequence[float], needed: int = 1) -> str:

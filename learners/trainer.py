@@ -30,25 +30,20 @@ import torch
 
 from paravt_env import EnvConfig, VideoToolEnv, load_samples
 from paravt_env.paths import cache_dir
-from paravt_env.protocol import parse_response
 from paravt_env.rewards import RewardConfig
 
 from .coldstart import run_cold_start
 from .config import TrainConfig
 from .grpo import clipped_policy_loss, group_advantages, kl_penalty, masked_mean
+from .metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
 from .para_grpo import sequence_advantages, token_anchored_advantages
 from .policies.card import CARD_NAME, write_card
 from .policies.hf import THINK_PREFIX, HFPolicy
-from .rollout import Trajectory, run_group
+from .rollout import Trajectory, run_batch
 from .sft import progress_bar
 
 logger = logging.getLogger(__name__)
 
-METRIC_KEYS = (
-    "step", "reward_mean", "reward_std", "accuracy", "format_reward", "format_compliance",
-    "tool_calls_per_rollout", "parallel_calls_per_turn", "frame_budget_mean", "kl", "loss", "clip_fraction",
-    "entropy", "tokens_per_s", "wall_s",
-)  # fmt: skip
 
 
 # --- setup ------------------------------------------------------------------------------------------------
@@ -119,97 +114,12 @@ def env_config(cfg: TrainConfig) -> EnvConfig:
     gating = cfg.algorithm == "para_grpo" and cfg.para.nframes_gating
     return EnvConfig(
         frame_budget=e.frame_budget, max_turns=e.max_turns, max_parallel=e.max_parallel, crop_fps=e.crop_fps,
-        crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels,
+        crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels, prompt_mode=e.prompt_mode,
         tool_result=e.tool_result, subagent=(lambda r: "") if e.tool_result == "subagent" else None,
         nframes_gating=gating, seed=cfg.seed, reward=reward_config(cfg),
         response_prefix=THINK_PREFIX if uses_think_prefix(cfg) else "",  # the reward scores generated text only
         protocol=e.protocol, release_overview_fps=e.release_overview_fps,
     )  # fmt: skip
-
-
-# --- metrics ----------------------------------------------------------------------------------------------
-def well_formed(tr: Trajectory) -> bool:
-    """Every turn parses without problems and the last one answers."""
-    parsed = [parse_response(t) for t in tr.turn_texts]
-    return bool(parsed) and all(not p.problems for p in parsed) and parsed[-1].answer is not None
-
-
-def rollout_metrics(trs: list[Trajectory]) -> dict[str, float]:
-    calls_per_turn = [len(parse_response(t).valid_tool_calls) for tr in trs for t in tr.turn_texts]
-    calling = [c for c in calls_per_turn if c > 0]
-    return {
-        "reward_mean": statistics.fmean(t.reward for t in trs),
-        "reward_std": statistics.pstdev(t.reward for t in trs),
-        "accuracy": statistics.fmean(t.breakdown.get("accuracy", 0.0) for t in trs),
-        "format_reward": statistics.fmean(t.breakdown.get("format", 0.0) for t in trs),
-        "format_compliance": statistics.fmean(1.0 if well_formed(t) else 0.0 for t in trs),
-        "tool_calls_per_rollout": statistics.fmean(t.tool_calls for t in trs),
-        "parallel_calls_per_turn": statistics.fmean(calling) if calling else 0.0,
-        "frame_budget_mean": statistics.fmean(t.frame_budget for t in trs),
-    }
-
-
-CURVES = (
-    ("reward_mean", "Reward", "mean episode reward"),
-    ("format_reward", "Format reward f_τ", "format term"),
-    ("format_compliance", "Format compliance", "share of well-formed episodes"),
-    ("tool_calls_per_rollout", "Tool calls per rollout κ", "executed crops / episode"),
-    ("accuracy", "Accuracy", "answer accuracy"),
-    ("kl", "KL to the reference", "k3 estimate / token"),
-)
-
-
-def plot_curves(rows: list[dict[str, Any]], path: Path, sft_rows: list[dict[str, Any]] | None = None) -> None:
-    """RL curves (one panel per metric) and, when given, the cold start's loss per stage."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = len(CURVES) + (1 if sft_rows else 0)
-    cols = 4
-    fig, axes = plt.subplots((panels + cols - 1) // cols, cols, figsize=(4 * cols, 3.2 * ((panels + cols - 1) // cols)))
-    axes = list(axes.flat)
-    steps = [r["step"] for r in rows]
-    for ax, (key, title, ylabel) in zip(axes, CURVES, strict=False):
-        ax.plot(steps, [r.get(key, float("nan")) for r in rows], marker="o", markersize=3)
-        ax.set_title(title)
-        ax.set_xlabel("RL step")
-        ax.set_ylabel(ylabel)
-        ax.grid(alpha=0.3)
-    if sft_rows:
-        ax = axes[len(CURVES)]
-        for stage in ("perception", "sft"):
-            pts = [r for r in sft_rows if r.get("stage", "sft") == stage]
-            if pts:
-                ax.plot(range(1, len(pts) + 1), [r["loss"] for r in pts], label=stage, linewidth=1)
-        ax.set_title("Cold start loss")
-        ax.set_xlabel("optimiser step (per stage)")
-        ax.set_ylabel("cross-entropy / token")
-        ax.set_yscale("log")
-        ax.legend()
-        ax.grid(alpha=0.3)
-    for ax in axes[panels:]:
-        ax.axis("off")
-    fig.suptitle(f"Training curves ({path.parent.name})")
-    fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    os.replace(tmp, path)
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The complete rows of a JSONL log; a line cut short by a kill is dropped (its step is run again)."""
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue
-    return rows
 
 
 def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -260,7 +170,8 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(
             self.policy.model.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay
         )
-        self.envs = [VideoToolEnv(self.samples, env_config(cfg)) for _ in range(cfg.rollout.group_size)]
+        n_envs = cfg.rollout.prompts_per_step * cfg.rollout.group_size  # one env per rollout of a step
+        self.envs = [VideoToolEnv(self.samples, env_config(cfg)) for _ in range(n_envs)]
         self.step, self.epoch, self.cursor = 0, 0, 0
         self.order = list(range(len(self.samples)))
         self.ref_model = None
@@ -332,37 +243,65 @@ class Trainer:
 
     # -- one RL step --------------------------------------------------------------------------------------
     def rl_step(self) -> dict[str, Any]:
-        cfg = self.cfg
+        """Collect one step's rollouts, update on them once; returns the step's metrics row."""
         t0 = time.perf_counter()
-        groups: list[list[Trajectory]] = []
-        self.policy.model.eval()
-        for index, epoch in self.next_prompts(cfg.rollout.prompts_per_step):
-            groups.append(run_group(self.envs, self.policy, options={"sample": self.samples[index], "epoch": epoch}))
+        groups = self.collect()
         rollout_s = time.perf_counter() - t0
         trajs = [t for g in groups for t in g]
-        generated = sum(t.n_generated for t in trajs)
+        stats = self.update(groups)
+        self.step += 1
+        row = {"step": self.step, **rollout_metrics(trajs), **stats}
+        row["tokens_per_s"] = sum(t.n_generated for t in trajs) / max(rollout_s, 1e-9)
+        row["wall_s"] = time.perf_counter() - t0
+        row["epoch"] = self.epoch
+        return row
 
+    def collect(self) -> list[list[Trajectory]]:
+        """The next ``prompts_per_step`` prompts, each played ``group_size`` times (same sample and epoch, so
+        the same gated K), all at once: one batched generation per turn for the whole step."""
+        cfg = self.cfg
+        self.policy.model.eval()
+        size = cfg.rollout.group_size
+        prompts = self.next_prompts(cfg.rollout.prompts_per_step)
+        options = [{"sample": self.samples[index], "epoch": epoch} for index, epoch in prompts for _ in range(size)]
+        trajs = run_batch(self.envs, self.policy, options)
+        return [trajs[k * size : (k + 1) * size] for k in range(len(prompts))]
+
+    def update(self, groups: list[list[Trajectory]]) -> dict[str, float]:
+        """One PPO-clipped optimiser step on the groups' trajectories (rewards already in them); returns the
+        mean loss, KL, clip fraction and entropy over the trained trajectories."""
+        cfg = self.cfg
+        # Advantages: one scalar per rollout (sequence anchoring), or A_task + λ·struct·A_fmt per token.
         token_level = cfg.algorithm == "para_grpo" and cfg.para.anchoring == "token"
-        if token_level:  # A_task from accuracy + tool, A_fmt from format (paper's per-token anchoring)
+        if token_level:
             task = sequence_advantages([[t.breakdown["accuracy"] + t.breakdown["tool"] for t in g] for g in groups], cfg.grpo)
             fmt = [group_advantages(torch.tensor([t.breakdown["format"] for t in g]), cfg.grpo.std_normalize).tolist() for g in groups]
         else:
             task = sequence_advantages([[t.reward for t in g] for g in groups], cfg.grpo)
             fmt = [[0.0] * len(g) for g in groups]
+        units: list[tuple[Trajectory, float, float, float]] = []  # (trajectory, A_task, A_fmt, loss weight)
+        for g, a_task, a_fmt in zip(groups, task, fmt, strict=True):
+            mine = [(tr, at, af) for tr, at, af in zip(g, a_task, a_fmt, strict=True)]
+            if cfg.rollout.include_subagents:  # the sub-agent shares the weights and its episode's outcome
+                mine += [(sub, at, af) for tr, at, af in zip(g, a_task, a_fmt, strict=True) for sub in tr.subagent_trajectories]
+            units += [(tr, at, af, 1.0 / len(mine) / len(groups)) for tr, at, af in mine if sum(tr.loss_mask) > 0]
 
+        # Update: one PPO-clipped step, forward/backward ``optim.micro_batch`` trajectories at a time.
         self.policy.model.train()
         self.optimizer.zero_grad()
         stats: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}
-        for g, a_task, a_fmt in zip(groups, task, fmt, strict=True):
-            units = [(tr, at, af) for tr, at, af in zip(g, a_task, a_fmt, strict=True)]
-            if cfg.rollout.include_subagents:  # the sub-agent shares the weights and its episode's outcome
-                units += [(sub, at, af) for tr, at, af in zip(g, a_task, a_fmt, strict=True) for sub in tr.subagent_trajectories]
-            for tr, at, af in units:
-                mask = torch.tensor(tr.loss_mask[1:], dtype=torch.float32)
-                if mask.sum() == 0:
-                    continue
-                logp = self.policy.sequence_logprobs(tr.encoded)
-                mask = mask.to(logp.device)
+        step = max(1, cfg.optim.micro_batch)
+        for start in range(0, len(units), step):
+            chunk = units[start : start + step]
+            encoded = [tr.encoded for tr, *_ in chunk]
+            logps = self.policy.batch_logprobs(encoded, micro_batch=step)
+            refs = [None] * len(chunk)
+            if cfg.grpo.kl_coef > 0:
+                with torch.no_grad():
+                    refs = self.policy.batch_logprobs(encoded, model=self._reference(), micro_batch=step)
+            total = torch.zeros((), device=logps[0].device)
+            for (tr, at, af, weight), logp, ref in zip(chunk, logps, refs, strict=True):
+                mask = torch.tensor(tr.loss_mask[1:], dtype=torch.float32, device=logp.device)
                 old = torch.tensor(tr.logprobs[1:], dtype=torch.float32, device=logp.device)
                 if token_level:
                     struct = torch.tensor(tr.struct_mask[1:], device=logp.device)
@@ -371,26 +310,19 @@ class Trainer:
                     adv = torch.full_like(logp, at)
                 loss, diag = clipped_policy_loss(logp, old, adv, mask, cfg.grpo.eps_clip, cfg.grpo.eps_clip_high, cfg.grpo.is_cap)
                 kl = torch.zeros((), device=logp.device)
-                if cfg.grpo.kl_coef > 0:
-                    with torch.no_grad():
-                        ref = self.policy.sequence_logprobs(tr.encoded, model=self._reference())
+                if ref is not None:
                     kl = masked_mean(kl_penalty(logp, ref, cfg.grpo.kl_estimator), mask)
                     loss = loss + cfg.grpo.kl_coef * kl
-                (loss / len(units) / len(groups)).backward()
+                total = total + weight * loss
                 stats["loss"].append(float(loss.detach()))
                 stats["kl"].append(float(kl.detach()))
                 stats["clip_fraction"].append(diag["clip_fraction"])
                 stats["entropy"].append(float(-masked_mean(logp.detach(), mask)))  # sampled-token estimate
+            total.backward()
         torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), cfg.optim.grad_clip)
         self.optimizer.step()
         self.policy.model.eval()
-        self.step += 1
-        row = {"step": self.step, **rollout_metrics(trajs)}
-        row.update({k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()})
-        row["tokens_per_s"] = generated / max(rollout_s, 1e-9)
-        row["wall_s"] = time.perf_counter() - t0
-        row["epoch"] = self.epoch
-        return row
+        return {k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()}
 
     def _reference(self):
         """The frozen initial policy (after the cold start), for the KL penalty."""
@@ -488,40 +420,6 @@ class Trainer:
     def close(self) -> None:
         for env in self.envs:
             env.close()
-
-
-class MetricSinks:
-    """Optional TensorBoard / W&B mirrors of ``metrics.jsonl`` (the JSONL file is always written)."""
-
-    def __init__(self, cfg: TrainConfig, out: Path) -> None:
-        self.tb = self.wandb = None
-        if cfg.log.tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError as exc:
-                raise ImportError("log.tensorboard=true needs the tensorboard package: pip install tensorboard") from exc
-            self.tb = SummaryWriter(str(out / "tensorboard"))
-        if cfg.log.wandb_project:
-            try:
-                import wandb
-            except ImportError as exc:
-                raise ImportError("log.wandb_project needs the wandb package: pip install wandb") from exc
-            self.wandb = wandb.init(project=cfg.log.wandb_project, dir=str(out), config=cfg.as_dict(), resume="allow")
-
-    def write(self, row: dict[str, Any]) -> None:
-        scalars = {k: v for k, v in row.items() if k != "step" and isinstance(v, (int, float))}
-        if self.tb is not None:
-            for k, v in scalars.items():
-                self.tb.add_scalar(k, v, row["step"])
-            self.tb.flush()
-        if self.wandb is not None:
-            self.wandb.log(scalars, step=row["step"])
-
-    def close(self) -> None:
-        if self.tb is not None:
-            self.tb.close()
-        if self.wandb is not None:
-            self.wandb.finish()
 
 
 def config_summary(cfg: TrainConfig) -> str:

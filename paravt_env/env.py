@@ -422,7 +422,7 @@ class VideoToolEnv(gym.Env[dict, str]):
     def _score(self):
         # The release scores the concatenation of the generated tokens of every turn (no separator); a prefix
         # the prompt forced is prompt, not policy output.
-        completion = self.generated_text()
+        completion = self.agent_text if self.config.reward.score_forced_prefix else self.generated_text()
         return compute_reward(
             completion,
             self._sample.answer,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from paravt_env.protocol.prompts import PROMPT_MODES
+
 
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
@@ -21,7 +23,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--columns", default=None, help="suite: comma-separated subset of the columns (default: all)")
     p.add_argument(
         "--grounding-prompt-mode", default=None,
-        choices=("direct", "reasoning", "agentic", "agentic_general", "agentic_minimal"),
+        choices=PROMPT_MODES,
         help="suite: prompt mode of Charades-STA (default: agentic_minimal under the release protocol, as the "
         "release's ParaVT-8B recipe; else the --prompt-mode)",
     )
@@ -41,7 +43,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--crop-max-frames", type=int, default=None, help="frames per crop (default: card, else 16)")
     p.add_argument("--max-pixels", type=int, default=None, help="pixel budget per frame (default: card, else 50176)")
     p.add_argument(
-        "--prompt-mode", choices=("direct", "reasoning", "agentic", "agentic_general", "agentic_minimal"), default=None,
+        "--prompt-mode", choices=PROMPT_MODES, default=None,
         help="system prompt (default: card, else agentic; agentic_general is the release's name of agentic)",
     )
     p.add_argument(

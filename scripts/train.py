@@ -65,9 +65,19 @@ def interrupt_on_sigterm() -> None:
 
 def evaluate_heldout(out, progress: bool = True) -> str:
     """``paravt eval --policy hf:RUN/checkpoint/model --data RUN/heldout --out RUN/eval`` (the checkpoint's
-    policy card supplies the env options), as Markdown."""
+    policy card supplies the env options), and the same for the cold start the RL started from
+    (``RUN/coldstart/model`` -> ``RUN/eval_coldstart``), as Markdown with the two side by side."""
     from benchmarks.evaluation import evaluate_checkpoint, to_markdown
 
-    model, data = out / "checkpoint" / "model", out / "heldout"
-    summary = evaluate_checkpoint(model, data, out / "eval", progress=progress)
-    return to_markdown(summary, f"Held-out evaluation: hf:{model} on {data}")
+    data = out / "heldout"
+    runs = [("RL", out / "checkpoint" / "model", out / "eval")]
+    if (out / "coldstart" / "model" / "paravt.json").is_file():
+        runs.insert(0, ("cold start", out / "coldstart" / "model", out / "eval_coldstart"))
+    parts, rows = [], []
+    for label, model, target in runs:
+        summary = evaluate_checkpoint(model, data, target, progress=progress)
+        parts.append(to_markdown(summary, f"Held-out evaluation ({label}): hf:{model} on {data}"))
+        rows.append(f"| {label} | {summary['accuracy']:.3f} | {summary['avg_tool_calls']:.2f} | "
+                    f"{summary['tool_usage_rate']:.2f} | {summary['n']} |")  # fmt: skip
+    table = ["| policy | held-out accuracy | crops per episode | tool use | n |", "|---|---|---|---|---|", *rows]
+    return "".join(parts) + "\n" + "\n".join(table) + "\n"

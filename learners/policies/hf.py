@@ -16,8 +16,8 @@ multi-turn rollout can extend the exact token sequence the model generated inste
 from __future__ import annotations
 
 import threading
+import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,17 +36,74 @@ from .vision_inputs import (
 THINK_PREFIX = "<think>\n"
 
 
-@dataclass
-class Encoded:
-    """Token ids of a (partial) conversation and the processed pixels of its images, in order."""
+def _rgb_arrays(images: Sequence[Any]) -> list[np.ndarray]:
+    return [np.asarray(im.convert("RGB")) if hasattr(im, "convert") else np.asarray(im) for im in images]
 
-    input_ids: list[int]
-    pixel_values: torch.Tensor | None = None
-    image_grid_thw: torch.Tensor | None = None
+
+class PackedFrames:
+    """Frames (uint8 H x W x 3) kept zlib-compressed: a stored training example holds these instead of its
+    processed pixels, which are ~10x larger (float32, each frame tiled over the temporal patch) and were what
+    held gigabytes through a cold start. Synthetic and real frames compress well at level 1, and unpacking a
+    112 px frame costs microseconds."""
+
+    __slots__ = ("_blobs", "_shapes")
+
+    def __init__(self, frames: Sequence[np.ndarray]) -> None:
+        arrays = [np.ascontiguousarray(np.asarray(f, dtype=np.uint8)) for f in frames]
+        self._shapes = tuple(a.shape for a in arrays)
+        self._blobs = tuple(zlib.compress(a.tobytes(), 1) for a in arrays)
+
+    def __len__(self) -> int:
+        return len(self._blobs)
+
+    def __add__(self, other: PackedFrames) -> PackedFrames:
+        out = PackedFrames(())
+        out._shapes, out._blobs = self._shapes + other._shapes, self._blobs + other._blobs
+        return out
+
+    def unpack(self) -> list[np.ndarray]:
+        return [np.frombuffer(zlib.decompress(b), dtype=np.uint8).reshape(s) for b, s in zip(self._blobs, self._shapes, strict=True)]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(len(b) for b in self._blobs)
+
+
+class Encoded:
+    """Token ids of a (partial) conversation and the processed pixels of its images, in order.
+
+    The pixels are either held (``pixel_values``) or, after ``compact()``, recomputed on each access from the
+    frames kept compressed (``frames`` with ``process``, the policy's image processing): the form for
+    examples that wait in memory (cold-start data, a step's rollouts before the update)."""
+
+    __slots__ = ("input_ids", "image_grid_thw", "_pixels", "_frames", "_process")
+
+    def __init__(self, input_ids: list[int], pixel_values: torch.Tensor | None = None,
+                 image_grid_thw: torch.Tensor | None = None, *, frames: PackedFrames | None = None,
+                 process: Any = None) -> None:  # fmt: skip
+        self.input_ids = input_ids
+        self.image_grid_thw = image_grid_thw
+        self._pixels = pixel_values
+        self._frames = frames if frames is not None and len(frames) else None
+        self._process = process
+        if pixel_values is None and image_grid_thw is not None and (self._frames is None or process is None):
+            raise ValueError("Encoded with images needs their pixel_values, or their frames and a process function")
+
+    @property
+    def pixel_values(self) -> torch.Tensor | None:
+        if self._pixels is not None or self.image_grid_thw is None:
+            return self._pixels
+        return self._process(self._frames.unpack())[0]
 
     @property
     def n_images(self) -> int:
         return 0 if self.image_grid_thw is None else int(self.image_grid_thw.shape[0])
+
+    def compact(self) -> Encoded:
+        """The same sequence holding compressed frames instead of pixels (when it knows its frames)."""
+        if self._pixels is None or self._frames is None or self._process is None:
+            return self
+        return Encoded(self.input_ids, None, self.image_grid_thw, frames=self._frames, process=self._process)
 
     def __add__(self, other: Encoded) -> Encoded:
         def cat(a, b):
@@ -54,14 +111,18 @@ class Encoded:
                 return b
             return a if b is None else torch.cat([a, b], dim=0)
 
-        return Encoded(
-            self.input_ids + other.input_ids,
-            cat(self.pixel_values, other.pixel_values),
-            cat(self.image_grid_thw, other.image_grid_thw),
-        )
+        both = (self, other)
+        frames = None  # frames survive only if every image of both sides has them
+        if all(e._frames is not None or not e.n_images for e in both):
+            frames = (self._frames or PackedFrames(())) + (other._frames or PackedFrames(()))
+        lazy = frames is not None and any(e.n_images and e._pixels is None for e in both)
+        pixels = None if lazy else cat(self.pixel_values, other.pixel_values)
+        return Encoded(self.input_ids + other.input_ids, pixels, cat(self.image_grid_thw, other.image_grid_thw),
+                       frames=frames, process=self._process or other._process)  # fmt: skip
 
     def with_ids(self, ids: Sequence[int]) -> Encoded:
-        return Encoded(self.input_ids + list(ids), self.pixel_values, self.image_grid_thw)
+        return Encoded(self.input_ids + list(ids), self._pixels, self.image_grid_thw, frames=self._frames,
+                       process=self._process)  # fmt: skip
 
 
 class HFPolicy:
@@ -142,15 +203,22 @@ class HFPolicy:
     def _encode_text(self, text: str, images: Sequence[np.ndarray]) -> Encoded:
         if not images:
             return Encoded(self.tokenizer.encode(text, add_special_tokens=False))
-        pixels, grid = process_images(self.image_processor, images, self.pixel_kwargs)
+        arrays = _rgb_arrays(images)
+        pixels, grid = self.process_images(arrays)
         text = expand_image_tokens(text, grid, self.merge_size)
-        return Encoded(self.tokenizer.encode(text, add_special_tokens=False), pixels, grid)
+        return Encoded(self.tokenizer.encode(text, add_special_tokens=False), pixels, grid,
+                       frames=PackedFrames(arrays), process=self.process_images)  # fmt: skip
 
     def encode_ids(self, ids: Sequence[int], images: Sequence[Any] = ()) -> Encoded:
         """Ids that already hold every image's expanded pads, with those images' pixels."""
         if not images:
             return Encoded(list(ids))
-        return Encoded(list(ids), *process_images(self.image_processor, images, self.pixel_kwargs))
+        arrays = _rgb_arrays(images)
+        return Encoded(list(ids), *self.process_images(arrays), frames=PackedFrames(arrays), process=self.process_images)
+
+    def process_images(self, images: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(pixel_values, image_grid_thw)`` of frames, at this policy's pixel budget."""
+        return process_images(self.image_processor, images, self.pixel_kwargs)
 
     def encode(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> Encoded:
         """A whole conversation (plus the think prefix when generating)."""
@@ -269,17 +337,51 @@ class HFPolicy:
         model = self.model if model is None else model
         temperature = self.temperature if temperature is None else temperature
         logits = model(**self.model_inputs(encoded)).logits[0, :-1].float()
+        targets = torch.tensor(encoded.input_ids[1:], device=logits.device)
+        return self._target_logprobs(logits, targets, temperature)
+
+    def batch_logprobs(self, encodeds: Sequence[Encoded], model: Any = None, temperature: float | None = None,
+                       micro_batch: int = 8) -> list[torch.Tensor]:  # fmt: skip
+        """``sequence_logprobs`` of several sequences, ``micro_batch`` at a time in right-padded forward passes
+        (one per chunk instead of one per sequence: the learners' update). Element i has length len(i) - 1."""
+        model = self.model if model is None else model
+        temperature = self.temperature if temperature is None else temperature
+        out: list[torch.Tensor] = []
+        for start in range(0, len(encodeds), max(1, micro_batch)):
+            chunk = encodeds[start : start + max(1, micro_batch)]
+            if len(chunk) == 1:
+                out.append(self.sequence_logprobs(chunk[0], model=model, temperature=temperature))
+                continue
+            width = max(len(e.input_ids) for e in chunk)
+            ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
+            mask = torch.zeros((len(chunk), width), dtype=torch.long)
+            for i, e in enumerate(chunk):
+                ids[i, : len(e.input_ids)] = torch.tensor(e.input_ids, dtype=torch.long)
+                mask[i, : len(e.input_ids)] = 1
+            inputs: dict[str, Any] = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
+                                      "mm_token_type_ids": self._token_types(ids).to(self.device)}  # fmt: skip
+            with_images = [e for e in chunk if e.n_images]
+            if with_images:
+                inputs["pixel_values"] = torch.cat([e.pixel_values for e in with_images]).to(self.device, self.model.dtype)
+                inputs["image_grid_thw"] = torch.cat([e.image_grid_thw for e in with_images]).to(self.device)
+            logits = model(**inputs).logits[:, :-1].float()
+            targets = ids[:, 1:].to(logits.device)
+            lp = self._target_logprobs(logits, targets, temperature)
+            out.extend(lp[i, : len(e.input_ids) - 1] for i, e in enumerate(chunk))
+        return out
+
+    def _target_logprobs(self, logits: torch.Tensor, targets: torch.Tensor, temperature: float | None) -> torch.Tensor:
+        """log-softmax of ``logits`` (..., V) at ``targets`` (...), at ``temperature``, image pads masked out
+        as sampling masks them (and scored 0: they are prompt, never trained on)."""
         if temperature and temperature > 0:
             logits = logits / temperature
-        targets = torch.tensor(encoded.input_ids[1:], device=logits.device)
         suppressed = torch.zeros_like(targets, dtype=torch.bool)
-        if self.suppress_ids:  # the sampling distribution never puts mass on image pads: neither does this
+        if self.suppress_ids:
             banned = torch.zeros(logits.shape[-1], dtype=torch.bool, device=logits.device)
             banned[self.suppress_ids] = True
             logits = logits.masked_fill(banned, float("-inf"))
             suppressed = torch.isin(targets, torch.tensor(self.suppress_ids, device=targets.device))
         lp = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-        # Pads are prompt tokens (never trained on); give them 0 rather than -inf so masks multiply cleanly.
         return torch.where(suppressed, torch.zeros_like(lp), lp)
 
     def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int | None = None) -> list[Generation]:

@@ -4,6 +4,8 @@
   ``<tool_call>`` blocks in one turn, and the strict think / tool_call / answer format the rewards check.
 - ``agentic_minimal``: the same tool envelope without guidance, for models that were trained with their
   own prompt and only need to know the tool exists.
+- ``agentic_compact``: the ``agentic`` contract (tool, parallel calls, think / tool_call / answer) in a few
+  lines, for tiny models trained from scratch on CPU, where the long prompt is most of every sequence.
 - ``reasoning``: think, then answer; no tool.
 - ``direct``: answer only; no tool, no reasoning.
 """
@@ -55,6 +57,13 @@ For each function call, return a json object with function name and arguments wi
 </tool_call>
 Put your final answer inside <answer></answer>."""
 
+AGENTIC_COMPACT = f"""Answer a question about a long video from frames tagged with their time. To look \
+closer, call {TOOL_NAME} (several calls in one turn run in parallel):
+<tool_call>
+{{"name": "{TOOL_NAME}", "arguments": {{"start_time": 30.0, "end_time": 45.0}}}}
+</tool_call>
+Start every turn with <think></think>, then call tools or answer inside <answer></answer>."""
+
 REASONING = """You are a video analyst answering a question about a video from frames sampled uniformly \
 from it, each tagged with its time like <12.3 seconds>. Think step by step inside <think></think>, then \
 give the final answer inside <answer></answer>, for example:
@@ -69,6 +78,7 @@ SYSTEM_PROMPTS: dict[str, str] = {
     "agentic": AGENTIC,
     "agentic_general": AGENTIC,  # the release's name of its default agentic mode
     "agentic_minimal": AGENTIC_MINIMAL,
+    "agentic_compact": AGENTIC_COMPACT,
     "reasoning": REASONING,
     "direct": DIRECT,
 }

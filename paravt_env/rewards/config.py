@@ -30,6 +30,13 @@ class RewardConfig:
     """Where the tool term learns that a tool ran: "completion" (released behaviour: ``<tool_response>``
     in the generated text) or "executed" (the env's count of crops it really ran)."""
 
+    score_forced_prefix: bool = False
+    """Score a forced response prefix (PARA-GRPO's ``<think>\n``, ``EnvConfig.response_prefix``) as if the
+    policy had written it. Off (the release): only generated text is scored, so with the prefix forced the
+    think credit and the anchor bonus can never be earned and ``<think>\n<answer>x</answer>`` (format 0.60)
+    outscores the compliant ``...</think><answer>x</answer>`` (0.50). On (the paper's intent, §3.3: the
+    prefix is the policy's opening tag): the compliant turn scores 1.00, the bare answer 0.35."""
+
     def __post_init__(self) -> None:
         if self.mode not in ACCURACY_MODES:
             raise ValueError(f"RewardConfig.mode must be one of {ACCURACY_MODES}, got {self.mode!r}")
@@ -48,6 +55,12 @@ class RewardConfig:
         return cls(answer_suffix=True, anchor_weight=0.5, format_weight=1.0, mode="f1")
 
     @classmethod
+    def paravt_prefix_scored(cls) -> RewardConfig:
+        """``paravt()`` with the forced ``<think>\n`` scored as the policy's opening tag (the paper's intent;
+        see ``score_forced_prefix``)."""
+        return cls(answer_suffix=True, anchor_weight=0.5, format_weight=1.0, mode="f1", score_forced_prefix=True)
+
+    @classmethod
     def vanilla(cls) -> RewardConfig:
         """The vanilla-GRPO baseline (``vanilla_grpo_8b.yaml``): no answer-suffix weighting, no anchoring."""
         return cls(answer_suffix=False, anchor_weight=0.0, format_weight=1.0, mode="f1")
@@ -63,8 +76,8 @@ class RewardConfig:
             raise ValueError(f"unknown reward option(s) {unknown}; known: {sorted(known)} and 'preset'")
         if preset is None:
             return cls(**data)
-        if preset not in ("paravt", "vanilla"):
-            raise ValueError(f"unknown reward preset {preset!r}; known: 'paravt', 'vanilla'")
+        if preset not in ("paravt", "paravt_prefix_scored", "vanilla"):
+            raise ValueError(f"unknown reward preset {preset!r}; known: 'paravt', 'paravt_prefix_scored', 'vanilla'")
         return cls(**{**asdict(getattr(cls, preset)()), **data})
 
     def as_dict(self) -> dict[str, Any]:
