@@ -6,7 +6,7 @@ Shapes: one trajectory at a time (a multi-turn, multimodal sequence of T tokens)
     A_i      = (r_i - mean_G(r)) / (std_G(r) + eps)        # group-normalised (Dr. GRPO: no std)
     ratio_t  = exp(logp_t - logp_old_t), capped at ``is_cap`` for stale rollouts
     L_clip_t = -min(ratio_t A_t, clip(ratio_t, 1 - eps_low, 1 + eps_high) A_t)
-    L        = token_mean(L_clip + beta * KL_t)              # k1: logp - logp_ref; k3: e^(ref-logp) - (ref-logp) - 1
+    L        = mean over the batch's loss tokens of (L_clip + beta * KL_t)   # k1: logp - logp_ref; k3: e^(ref-logp) - (ref-logp) - 1
 
 Vanilla GRPO is this loss with ``RewardConfig.vanilla()`` rewards, no gating and no think prefix;
 PARA-GRPO (``learners.para_grpo``) changes only the rewards, the frame budgets and the advantages.
@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+
+LOSS_AGGREGATIONS = ("token_mean", "sequence_mean")
 
 
 @dataclass
@@ -41,10 +43,17 @@ class GRPOConfig:
     """See ``reward_scale``. Release: -0.2."""
     is_cap: float = 5.0
     """Cap on the importance weight of stale rollouts. Release: 5."""
+    loss_aggregation: str = "token_mean"
+    """"token_mean": the loss averaged over every loss token of the step's batch (the release's AReaL loss):
+    every generated token weighs the same. "sequence_mean": each trajectory's token mean, then the mean over
+    trajectories, under which a long tool-using rollout's tokens weigh less than a short answer's (its one
+    call-or-answer token gets ~1/200 of the weight instead of ~1/20)."""
 
     def __post_init__(self) -> None:
         if self.kl_estimator not in ("k1", "k3"):
             raise ValueError(f"GRPOConfig.kl_estimator must be 'k1' or 'k3', got {self.kl_estimator!r}")
+        if self.loss_aggregation not in LOSS_AGGREGATIONS:
+            raise ValueError(f"GRPOConfig.loss_aggregation must be one of {LOSS_AGGREGATIONS}, got {self.loss_aggregation!r}")
         if not self.eps_clip > 0:
             raise ValueError(f"GRPOConfig.eps_clip must be > 0, got {self.eps_clip}")
 

@@ -11,7 +11,9 @@ The arms (arXiv 2605.20342: vanilla GRPO vs PARA-GRPO, and the two single-compon
   no think prefix, no answer-suffix weighting, no anchoring, fixed overview budget;
 - ``para_grpo``: Exploration Anchoring (think prefix, answer suffix, anchor λ=0.5) + nFrames Gating;
 - ``ea_only``: PARA-GRPO without nFrames Gating;
-- ``gating_only``: PARA-GRPO without Exploration Anchoring (no prefix, no suffix, λ=0).
+- ``gating_only``: PARA-GRPO without Exploration Anchoring (no prefix, no suffix, λ=0);
+- ``para_grpo_scored`` / ``ea_only_scored``: the two EA arms under the reward variant that scores the forced
+  ``<think>\n`` as the policy's own opening tag (the paper's intent; the release scores generated text only).
 
 Everything else (data, cold start, optimiser, rollout settings, steps) is the recipe's, identical for every
 arm. Every stage is resumable: a finished stage is skipped, an interrupted arm resumes from its last
@@ -38,18 +40,24 @@ ARMS: dict[str, dict[str, Any]] = {
     "ea_only": {"algorithm": "para_grpo", "para.nframes_gating": False},
     "gating_only": {"algorithm": "para_grpo", "para.think_prefix": False, "para.answer_suffix": False,
                     "para.anchor_weight": 0.0},
+    # The EA claim again under the reward the paper describes: the forced "<think>\n" scored as the policy's
+    # opening tag (RewardConfig.score_forced_prefix). Under the release's reward a bare answer after the forced
+    # prefix outscores a closed think block, so EA was only tested under that quirk.
+    "para_grpo_scored": {"algorithm": "para_grpo", "para.prefix_scored": True},
+    "ea_only_scored": {"algorithm": "para_grpo", "para.nframes_gating": False, "para.prefix_scored": True},
 }  # fmt: skip
 """Recipe overrides of each arm, on top of the shared recipe."""
 
 ARM_LABELS = {"vanilla_grpo": "Vanilla GRPO", "para_grpo": "PARA-GRPO", "ea_only": "EA only",
-              "gating_only": "nFrames Gating only"}  # fmt: skip
+              "gating_only": "nFrames Gating only", "para_grpo_scored": "PARA-GRPO (prefix scored)",
+              "ea_only_scored": "EA only (prefix scored)"}  # fmt: skip
 
 
 @dataclass
 class ReproConfig:
     """What ``paravt repro`` runs."""
 
-    recipe: str = "tiny_cpu"
+    recipe: str = "repro_cpu"
     """The shared recipe (name or YAML path): data, cold start, RL settings of every arm."""
     arms: tuple[str, ...] = tuple(ARMS)
     """Arms to run (keys of ``ARMS``)."""

@@ -279,12 +279,15 @@ class Trainer:
         else:
             task = sequence_advantages([[t.reward for t in g] for g in groups], cfg.grpo)
             fmt = [[0.0] * len(g) for g in groups]
-        units: list[tuple[Trajectory, float, float, float]] = []  # (trajectory, A_task, A_fmt, loss weight)
+        units: list[tuple[Trajectory, float, float, float]] = []  # (trajectory, A_task, A_fmt, weight of its token mean)
         for g, a_task, a_fmt in zip(groups, task, fmt, strict=True):
             mine = [(tr, at, af) for tr, at, af in zip(g, a_task, a_fmt, strict=True)]
             if cfg.rollout.include_subagents:  # the sub-agent shares the weights and its episode's outcome
                 mine += [(sub, at, af) for tr, at, af in zip(g, a_task, a_fmt, strict=True) for sub in tr.subagent_trajectories]
             units += [(tr, at, af, 1.0 / len(mine) / len(groups)) for tr, at, af in mine if sum(tr.loss_mask) > 0]
+        if cfg.grpo.loss_aggregation == "token_mean":  # every loss token of the batch weighs the same
+            tokens = sum(sum(tr.loss_mask[1:]) for tr, *_ in units)
+            units = [(tr, at, af, sum(tr.loss_mask[1:]) / tokens) for tr, at, af, _ in units]
 
         # Update: one PPO-clipped step, forward/backward ``optim.micro_batch`` trajectories at a time.
         self.policy.model.train()

@@ -17,9 +17,9 @@ from pathlib import Path
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument("--out", required=True, help="run directory (rerun with the same --out to resume)")
-    p.add_argument("--recipe", default="tiny_cpu", help="shared recipe (default tiny_cpu)")
-    p.add_argument("--arms", default="vanilla_grpo,para_grpo,ea_only,gating_only",
-                   help="comma-separated arms (default: all four)")
+    p.add_argument("--recipe", default="repro_cpu", help="shared recipe (default repro_cpu: long videos, short events)")
+    p.add_argument("--arms", default=None,
+                   help="comma-separated arms (default: all six of learners.repro.ARMS)")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated RL seeds (default 0,1,2)")
     p.add_argument("--steps", type=int, default=None, help="RL steps per arm (default: the recipe's)")
     p.add_argument("--eval-limit", type=int, default=None, help="held-out samples per evaluation (default all)")
@@ -40,7 +40,7 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
 
 def run(args: argparse.Namespace) -> int:
     from benchmarks.repro import coldstart_summary, evaluate_coldstart, evaluate_run, write_report
-    from learners.repro import ReproConfig, run_training
+    from learners.repro import ARMS, ReproConfig, run_training
 
     if args.steps is not None and args.steps < 1:
         raise ValueError(f"--steps must be at least 1, got {args.steps}")
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--eval-frame-budget must be at least 1, got {args.eval_frame_budget}")
     if args.eval_limit is not None and args.eval_limit < 1:
         raise ValueError(f"--eval-limit must be at least 1, got {args.eval_limit}")
-    cfg = ReproConfig(recipe=args.recipe, arms=tuple(a.strip() for a in args.arms.split(",") if a.strip()),
+    cfg = ReproConfig(recipe=args.recipe, arms=tuple(a.strip() for a in (args.arms or ",".join(ARMS)).split(",") if a.strip()),
                       seeds=_ints(args.seeds, "seeds"), steps=args.steps, overrides=tuple(args.overrides),
                       eval_limit=args.eval_limit, eval_frame_budget=args.eval_frame_budget)  # fmt: skip
     out = Path(args.out)
