@@ -118,7 +118,7 @@ def eval_options(policy: str, dispatch: str = "parallel", *, protocol: str = "pa
         value = given.get(key)
         pick[key] = value if value is not None else trained.get(key, getattr(defaults, key))
     pick["min_pixels"] = min(trained.get("min_pixels", defaults.min_pixels), pick["max_pixels"])
-    if protocol == "release" and pick["prompt_mode"] == "agentic":
+    if protocol == "release" and pick["prompt_mode"] in ("agentic", "agentic_compact"):
         pick["prompt_mode"] = "agentic_general"  # the release's name, so the config says what ran
     return EvalOptions(dispatch=dispatch, response_prefix="<think>\n" if card.get("think_prefix") else "",
                        protocol=protocol, subtitles=subtitles, video_channel=video_channel, **pick)  # fmt: skip

@@ -36,7 +36,7 @@ def teacher_env_config(cfg: TrainConfig) -> EnvConfig:
     e = cfg.env
     return EnvConfig(
         frame_budget=e.frame_budget, max_turns=e.max_turns, max_parallel=e.max_parallel, crop_fps=e.crop_fps,
-        crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels, prompt_mode=e.prompt_mode, seed=cfg.seed,
+        crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels, prompt_mode=e.env_prompt_mode(), seed=cfg.seed,
     )  # fmt: skip
 
 

@@ -96,7 +96,12 @@ class EnvOptions:
     prompt_mode: str = "agentic"
     """System prompt of the episodes (``paravt_env.protocol.prompts``): "agentic", or "agentic_compact" (the same
     contract in a few lines: tiny recipes, where the long prompt is most of every sequence). Recorded in the
-    policy card, so ``paravt eval --policy hf:DIR`` asks in the same words."""
+    policy card, so ``paravt eval --policy hf:DIR`` asks in the same words. Under ``protocol: release`` the
+    release's own prompts apply: ``agentic_compact`` (ours) becomes its default agentic prompt."""
+
+    def env_prompt_mode(self) -> str:
+        """The prompt mode the env gets (see ``prompt_mode``)."""
+        return "agentic" if self.protocol == "release" and self.prompt_mode == "agentic_compact" else self.prompt_mode
     protocol: str = "paravt"
     """"release": episodes as the released RL workflow plays them (with ``tool_result: subagent``: the
     parquet's own prompt messages, the released sub-agent prompt, summaries cut at 512 tokens; see

@@ -41,7 +41,7 @@ def env_options(cfg: TrainConfig) -> dict[str, Any]:
     e, para = cfg.env, cfg.para
     options = {
         "frame_budget": e.frame_budget, "max_turns": e.max_turns, "max_parallel": e.max_parallel,
-        "crop_max_frames": e.crop_max_frames, "crop_fps": e.crop_fps, "prompt_mode": e.prompt_mode,
+        "crop_max_frames": e.crop_max_frames, "crop_fps": e.crop_fps, "prompt_mode": e.env_prompt_mode(),
         "min_pixels": e.min_pixels, "max_pixels": e.max_pixels,
         "tool_result": e.tool_result, "seed": cfg.seed, "protocol": e.protocol,
         "release_overview_fps": e.release_overview_fps,

@@ -12,16 +12,22 @@ def _knobs(cfg):
     env = env_config(cfg)
     reward = reward_config(cfg)
     return {"think_prefix": uses_think_prefix(cfg), "gating": env.nframes_gating,
-            "answer_suffix": reward.answer_suffix, "anchor": reward.anchor_weight}  # fmt: skip
+            "answer_suffix": reward.answer_suffix, "anchor": reward.anchor_weight,
+            "prefix_scored": reward.score_forced_prefix}  # fmt: skip
 
 
 def test_each_arm_turns_exactly_its_components_on(tmp_path):
     repro = ReproConfig(steps=7)
     knobs = {arm: _knobs(arm_config(repro, arm, 3, tmp_path / "cs")) for arm in ARMS}
-    assert knobs["vanilla_grpo"] == {"think_prefix": False, "gating": False, "answer_suffix": False, "anchor": 0.0}
-    assert knobs["para_grpo"] == {"think_prefix": True, "gating": True, "answer_suffix": True, "anchor": 0.5}
-    assert knobs["ea_only"] == {"think_prefix": True, "gating": False, "answer_suffix": True, "anchor": 0.5}
-    assert knobs["gating_only"] == {"think_prefix": False, "gating": True, "answer_suffix": False, "anchor": 0.0}
+    off = {"prefix_scored": False}
+    assert knobs["vanilla_grpo"] == {"think_prefix": False, "gating": False, "answer_suffix": False, "anchor": 0.0, **off}
+    assert knobs["para_grpo"] == {"think_prefix": True, "gating": True, "answer_suffix": True, "anchor": 0.5, **off}
+    assert knobs["ea_only"] == {"think_prefix": True, "gating": False, "answer_suffix": True, "anchor": 0.5, **off}
+    assert knobs["gating_only"] == {"think_prefix": False, "gating": True, "answer_suffix": False, "anchor": 0.0, **off}
+    # the EA claim again under the reward that scores the forced <think> as the policy's opening tag
+    on = {"prefix_scored": True}
+    assert knobs["para_grpo_scored"] == {"think_prefix": True, "gating": True, "answer_suffix": True, "anchor": 0.5, **on}
+    assert knobs["ea_only_scored"] == {"think_prefix": True, "gating": False, "answer_suffix": True, "anchor": 0.5, **on}
     # everything else is shared: the cold start, the seed, the steps, the optimiser and rollout settings
     cfgs = [arm_config(repro, arm, 3, tmp_path / "cs") for arm in ARMS]
     for cfg in cfgs:

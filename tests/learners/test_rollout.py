@@ -120,3 +120,31 @@ def test_release_protocol_rollout_keeps_the_listed_messages(tiny_qwen3, synth_sm
     sub_prompt = base.tokenizer.decode(tr.subagent_trajectories[0].input_ids)
     assert "You are analyzing a video segment from 00:02 to 00:09 (duration: 7.0 seconds)." in sub_prompt
     assert tr.turns == 2 and tr.reward == tr.reward  # scored
+
+
+def test_a_step_of_several_prompts_is_one_batch_and_the_update_pass_matches_the_single_one(tiny_qwen3, synth_small):
+    """``run_batch`` plays several prompts' groups together (every env its own options); the learner's batched,
+    right-padded forward pass gives each trajectory the log-probs of its own forward pass, and a compacted
+    trajectory (frames kept zlib-packed) gives the same pixels back."""
+    from learners.rollout import run_batch
+
+    _, samples = synth_small
+    policy = ScriptedTurns(HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=24, temperature=1.0), TURNS)
+    envs = [VideoToolEnv(samples, EnvConfig(frame_budget=4, crop_max_frames=4)) for _ in range(4)]
+    options = [{"index": i} for i in (0, 0, 3, 3)]
+    trajs = run_batch(envs, policy, options)
+    assert [t.sample_id for t in trajs] == [samples[i].id for i in (0, 0, 3, 3)]
+    assert all(t.tool_calls == 2 for t in trajs) and len({len(t) for t in trajs}) > 1  # unequal lengths: padding
+    with torch.no_grad():
+        single = [policy.sequence_logprobs(t.encoded) for t in trajs]
+        batched = policy.batch_logprobs([t.encoded for t in trajs])
+        compact = policy.batch_logprobs([t.encoded.compact() for t in trajs], micro_batch=3)
+    for s, b, c, t in zip(single, batched, compact, trajs, strict=True):
+        assert s.shape == b.shape == c.shape == (len(t) - 1,)
+        assert torch.allclose(s, b, atol=1e-4) and torch.allclose(s, c, atol=1e-4)
+    packed = trajs[0].encoded.compact()
+    assert packed.pixel_values is not None and torch.equal(packed.pixel_values, trajs[0].encoded.pixel_values)
+    with pytest.raises(ValueError, match="options"):
+        run_batch(envs, policy, options[:2])
+    for env in envs:
+        env.close()

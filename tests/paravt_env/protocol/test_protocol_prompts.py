@@ -22,7 +22,7 @@ def test_agentic_prompt_states_schema_parallelism_and_format():
 
 
 def test_every_mode_has_a_prompt_and_only_agentic_modes_offer_the_tool():
-    assert set(PROMPT_MODES) == {"agentic", "agentic_general", "agentic_minimal", "reasoning", "direct"}
+    assert set(PROMPT_MODES) == {"agentic", "agentic_general", "agentic_minimal", "agentic_compact", "reasoning", "direct"}
     for mode in PROMPT_MODES:
         assert (TOOL_NAME in system_prompt(mode)) == uses_tools(mode)
     assert "<think>" in system_prompt("reasoning") and "<think>" not in system_prompt("direct")

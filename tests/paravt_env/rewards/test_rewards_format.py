@@ -109,3 +109,26 @@ def test_tool_reward_from_executed_crops():
         tool_reward(CALL, 1.0, source="executed")
     with pytest.raises(ValueError, match="'sometimes'"):
         tool_reward(CALL, 1.0, source="sometimes")
+
+
+def test_the_prefix_scored_variant_scores_the_forced_think_as_the_policys_opening_tag(tmp_path):
+    """The release scores only generated text: after a forced "<think>\\n" a bare answer outscores a closed
+    think block. The variant scores the prefix too, so the compliant turn wins (the paper's intent)."""
+    from paravt_env import EnvConfig, VideoQASample, VideoToolEnv
+    from paravt_env.data.synthetic import SynthConfig, generate_dataset
+    from paravt_env.rewards import RewardConfig
+
+    [sample] = generate_dataset(tmp_path, SynthConfig(n=1, seed=3, min_duration=20, max_duration=20), progress=False)
+    assert isinstance(sample, VideoQASample)
+    bare, closed = f"<think>\n<answer>{sample.answer}</answer>", f"<think>\nI saw it clearly.</think>\n<answer>{sample.answer}</answer>"
+    scores = {}
+    for name, reward in (("release", RewardConfig.paravt()), ("scored", RewardConfig.paravt_prefix_scored())):
+        env = VideoToolEnv([sample], EnvConfig(frame_budget=4, response_prefix="<think>\n", reward=reward))
+        for label, action in (("bare", bare), ("closed", closed)):
+            env.reset(options={"index": 0})
+            *_, info = env.step(action)
+            scores[name, label] = info["reward_breakdown"]["format"]
+        env.close()
+    assert scores["release", "bare"] == pytest.approx(0.6) and scores["release", "closed"] == pytest.approx(0.5)
+    assert scores["scored", "bare"] == pytest.approx(0.35) and scores["scored", "closed"] == pytest.approx(1.0)
+    assert RewardConfig.from_dict({"preset": "paravt_prefix_scored"}) == RewardConfig.paravt_prefix_scored()
