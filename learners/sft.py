@@ -113,8 +113,9 @@ def train_cross_entropy(
         # ten times less than the same token in a 20-token answer episode (measured: 30 % crop episodes in
         # the data gave a policy that crops 1 % of the time).
         counts = [max(1, sum(item.loss_mask[1:])) for item in picked]
+        tokens = sum(counts)
         for item, n in zip(picked, counts, strict=True):
-            value = loss(policy, item) * (n / sum(counts))
+            value = loss(policy, item) * (n / tokens)
             value.backward()
             total += float(value.detach())
         for extra in rng.sample(list(rehearsal), min(rehearse, len(rehearsal))) if rehearsal else []:

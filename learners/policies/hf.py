@@ -64,10 +64,6 @@ class PackedFrames:
     def unpack(self) -> list[np.ndarray]:
         return [np.frombuffer(zlib.decompress(b), dtype=np.uint8).reshape(s) for b, s in zip(self._blobs, self._shapes, strict=True)]
 
-    @property
-    def nbytes(self) -> int:
-        return sum(len(b) for b in self._blobs)
-
 
 class Encoded:
     """Token ids of a (partial) conversation and the processed pixels of its images, in order.
@@ -263,18 +259,8 @@ class HFPolicy:
                 self.temperature, self.max_new_tokens = saved
 
     def _generate(self, prompts: Sequence[Encoded]) -> list[Generation]:
-        width = max(len(p.input_ids) for p in prompts)
-        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for i, p in enumerate(prompts):
-            ids[i, width - len(p.input_ids) :] = torch.tensor(p.input_ids, dtype=torch.long)
-            mask[i, width - len(p.input_ids) :] = 1
-        inputs: dict[str, Any] = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device)}
-        inputs["mm_token_type_ids"] = self._token_types(ids).to(self.device)
-        with_images = [p for p in prompts if p.n_images]
-        if with_images:
-            inputs["pixel_values"] = torch.cat([p.pixel_values for p in with_images]).to(self.device, self.model.dtype)
-            inputs["image_grid_thw"] = torch.cat([p.image_grid_thw for p in with_images]).to(self.device)
+        inputs = self._padded_inputs(prompts, left=True)
+        width = inputs["input_ids"].shape[1]
         sample = self.temperature > 0
         out = self.model.generate(
             **inputs,
@@ -314,6 +300,24 @@ class HFPolicy:
             )
         return gens
 
+    def _padded_inputs(self, encodeds: Sequence[Encoded], *, left: bool) -> dict[str, Any]:
+        """Forward-pass inputs of several sequences padded to one width: on the left for generation (every
+        row ends where its continuation starts), on the right for scoring (positions stay where they were)."""
+        width = max(len(e.input_ids) for e in encodeds)
+        ids = torch.full((len(encodeds), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(encodeds), width), dtype=torch.long)
+        for i, e in enumerate(encodeds):
+            span = slice(width - len(e.input_ids), width) if left else slice(0, len(e.input_ids))
+            ids[i, span] = torch.tensor(e.input_ids, dtype=torch.long)
+            mask[i, span] = 1
+        inputs: dict[str, Any] = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
+                                  "mm_token_type_ids": self._token_types(ids).to(self.device)}  # fmt: skip
+        with_images = [e for e in encodeds if e.n_images]
+        if with_images:
+            inputs["pixel_values"] = torch.cat([e.pixel_values for e in with_images]).to(self.device, self.model.dtype)
+            inputs["image_grid_thw"] = torch.cat([e.image_grid_thw for e in with_images]).to(self.device)
+        return inputs
+
     def model_inputs(self, encoded: Encoded) -> dict[str, Any]:
         """Forward-pass inputs of one whole sequence (batch of 1)."""
         ids = torch.tensor([encoded.input_ids])
@@ -352,20 +356,9 @@ class HFPolicy:
             if len(chunk) == 1:
                 out.append(self.sequence_logprobs(chunk[0], model=model, temperature=temperature))
                 continue
-            width = max(len(e.input_ids) for e in chunk)
-            ids = torch.full((len(chunk), width), self.pad_id, dtype=torch.long)
-            mask = torch.zeros((len(chunk), width), dtype=torch.long)
-            for i, e in enumerate(chunk):
-                ids[i, : len(e.input_ids)] = torch.tensor(e.input_ids, dtype=torch.long)
-                mask[i, : len(e.input_ids)] = 1
-            inputs: dict[str, Any] = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
-                                      "mm_token_type_ids": self._token_types(ids).to(self.device)}  # fmt: skip
-            with_images = [e for e in chunk if e.n_images]
-            if with_images:
-                inputs["pixel_values"] = torch.cat([e.pixel_values for e in with_images]).to(self.device, self.model.dtype)
-                inputs["image_grid_thw"] = torch.cat([e.image_grid_thw for e in with_images]).to(self.device)
+            inputs = self._padded_inputs(chunk, left=False)
             logits = model(**inputs).logits[:, :-1].float()
-            targets = ids[:, 1:].to(logits.device)
+            targets = inputs["input_ids"][:, 1:]
             lp = self._target_logprobs(logits, targets, temperature)
             out.extend(lp[i, : len(e.input_ids) - 1] for i, e in enumerate(chunk))
         return out
