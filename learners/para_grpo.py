@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
+from paravt_env.gating import FRAME_BUDGETS
 from paravt_env.rewards import RewardConfig
 
 from .grpo import GRPOConfig, batch_normalize, group_advantages
@@ -41,6 +42,10 @@ class ParaGRPOConfig:
     """λ. Sequence granularity passes it to ``RewardConfig.anchor_weight``; token granularity scales A_fmt."""
     nframes_gating: bool = True
     """Draw the overview budget K per (prompt, epoch) from ``gating_choices`` (paper: {4, 8, 16, 32, 64})."""
+    gating_choices: tuple[int, ...] = FRAME_BUDGETS
+    """The budgets gating draws from (paper, Sec. 3: {4, 8, 16, 32, 64}). A tiny model on short videos can
+    use a subset: on 30-90 s videos K >= 16 nearly always shows the needle, and a 64-frame prompt is most of
+    a CPU step's cost."""
     think_prefix: bool = True
     """Force ``<think>\\n`` at the start of every response."""
     answer_suffix: bool = True
@@ -52,6 +57,9 @@ class ParaGRPOConfig:
     def __post_init__(self) -> None:
         if self.anchoring not in ANCHORING:
             raise ValueError(f"ParaGRPOConfig.anchoring must be one of {ANCHORING}, got {self.anchoring!r}")
+        self.gating_choices = tuple(self.gating_choices)
+        if not self.gating_choices or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in self.gating_choices):
+            raise ValueError(f"para.gating_choices must be positive integer frame budgets, got {list(self.gating_choices)!r}")
 
     def reward_config(self, base: RewardConfig | None = None) -> RewardConfig:
         """The env's reward: the released preset for sequence anchoring; for token anchoring the anchor bonus

@@ -81,9 +81,16 @@ def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration:
             f"parallel.</think>\n{calls}")  # fmt: skip
 
 
+GUESS_TEXT = "The overview shows no coloured shape. I will guess."
+"""The tool-shy teacher's think text: it shares "...no coloured shape. I will" with the crop turn, so the call
+decision is one token (" guess" vs " inspect") in a context only overview misses have. Ending the sentence at
+"shape." instead made the decision token "</think>" vs " I", and "shape.</think>" also closes every turn that
+saw the needle: a 2-layer model put p(crop) at 0.07 for a teacher that cropped in half of its misses."""
+
+
 def guess_turn(guess: str) -> str:
     """The tool-shy teacher's turn when the overview shows nothing: no crop, a guess."""
-    return f"{THINK_OPEN}The overview shows no coloured shape.</think>\n<answer>{guess}</answer>"
+    return f"{THINK_OPEN}{GUESS_TEXT}</think>\n<answer>{guess}</answer>"
 
 
 def final_turn(sample: VideoQASample, crop_times: Sequence[float], needed: int = 1) -> str:

@@ -116,7 +116,7 @@ def env_config(cfg: TrainConfig) -> EnvConfig:
         frame_budget=e.frame_budget, max_turns=e.max_turns, max_parallel=e.max_parallel, crop_fps=e.crop_fps,
         crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels, prompt_mode=e.env_prompt_mode(),
         tool_result=e.tool_result, subagent=(lambda r: "") if e.tool_result == "subagent" else None,
-        nframes_gating=gating, seed=cfg.seed, reward=reward_config(cfg),
+        nframes_gating=gating, gating_choices=cfg.para.gating_choices, seed=cfg.seed, reward=reward_config(cfg),
         response_prefix=THINK_PREFIX if uses_think_prefix(cfg) else "",  # the reward scores generated text only
         protocol=e.protocol, release_overview_fps=e.release_overview_fps,
     )  # fmt: skip

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from paravt_env import FRAME_BUDGETS, RewardConfig, VideoQASample
+from paravt_env import RewardConfig, VideoQASample
 
 from ..config import TrainConfig
 
@@ -46,6 +46,7 @@ def env_options(cfg: TrainConfig) -> dict[str, Any]:
         "tool_result": e.tool_result, "seed": cfg.seed, "protocol": e.protocol,
         "release_overview_fps": e.release_overview_fps,
         "nframes_gating": cfg.algorithm == "para_grpo" and para.nframes_gating,
+        "gating_choices": list(para.gating_choices),
         # PARA-GRPO's forced "<think>\n": the executor puts it in the prompt, the env scores what follows it
         "response_prefix": "<think>\n" if cfg.think_prefix else "",
     }  # fmt: skip
@@ -60,7 +61,7 @@ def max_images(cfg: TrainConfig) -> int:
     """Overview frames (the largest gated K) plus every crop frame the main agent can receive."""
     e = cfg.env
     gating = cfg.algorithm == "para_grpo" and cfg.para.nframes_gating
-    k = max(e.frame_budget, *(FRAME_BUDGETS if gating else ()))
+    k = max(e.frame_budget, *(cfg.para.gating_choices if gating else ()))
     crops = 0 if e.tool_result == "subagent" else e.max_parallel * e.crop_max_frames * max(e.max_turns - 1, 0)
     return k + crops
 

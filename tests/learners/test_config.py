@@ -32,3 +32,15 @@ def test_values_are_normalised():
     assert load_recipe("tiny_cpu", [f"optim.lr={yaml.safe_dump('1e-3').strip()}"]).optim.lr == 1e-3
     for name in ("tiny_cpu", "paragrpo_qwen3vl_8b", "vanilla_grpo_qwen3vl_8b"):
         load_recipe(name)  # the shipped recipes pass their own types
+
+
+def test_gating_choices_reach_the_env_and_the_openrlhf_executor_and_bad_ones_are_refused():
+    from learners.openrlhf.launcher import env_options, max_images
+    from learners.trainer import env_config
+
+    cfg = load_recipe("tiny_cpu", ["para.gating_choices=[4, 16]"])
+    assert env_config(cfg).gating_choices == (4, 16) and env_options(cfg)["gating_choices"] == [4, 16]
+    assert max_images(cfg) >= 16
+    assert load_recipe("paragrpo_qwen3vl_8b").para.gating_choices == (4, 8, 16, 32, 64)  # the paper's
+    with pytest.raises(ValueError, match="para.gating_choices"):
+        load_recipe("tiny_cpu", ["para.gating_choices=[0, 8]"])

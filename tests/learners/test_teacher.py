@@ -38,3 +38,21 @@ def test_final_turn_reads_the_crops_and_refuses_to_invent_an_answer():
     assert parse_response(final_turn(s, [38.0, 42.0])).answer == "red"
     with pytest.raises(TeacherMiss):
         final_turn(s, [30.0, 36.0, 44.0])  # the event window is [40, 44): 44.0 is already past it
+
+
+def test_the_call_decision_is_one_token_in_a_context_only_misses_have():
+    """Guess and crop turns share "...no coloured shape. I will" and part at the next word: the cold start's
+    p(crop) is then the teacher's crop rate (ending the guess at "shape." put the decision on a token every
+    answering turn also writes)."""
+    from learners.policies.tiny_model import build_tokenizer
+    from learners.teacher import GUESS_TEXT, guess_turn
+
+    s = _sample()
+    crop = first_turn(s, [10.0, 61.25], 70.0, window=20.0, max_calls=5)
+    guess = guess_turn("blue")
+    assert parse_response(guess).answer == "blue" and GUESS_TEXT in guess
+    tok = build_tokenizer()
+    a, b = tok.encode(crop, add_special_tokens=False), tok.encode(guess, add_special_tokens=False)
+    common = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
+    assert tok.decode(a[:common]).endswith("no coloured shape. I will")
+    assert "I will" not in first_turn(s, [10.0, 41.0, 60.0], 70.0, window=20.0, max_calls=5)
