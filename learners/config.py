@@ -121,6 +121,9 @@ class RolloutConfig:
     """Sampling temperature (release: 0.7)."""
     max_new_tokens: int = 2048
     """Tokens per turn (release: 2048)."""
+    batch_tokens: int | None = None
+    """Padded prompt tokens per generation batch (the step's prompts go longest first in batches under it;
+    None: all in one). Bounds the memory of prefilling many long multi-turn prompts at once."""
     include_subagents: bool = False
     """In "subagent" mode, also train on the sub-agent's generations (with their episode's advantage). The
     release trains only the main agent."""
@@ -135,8 +138,11 @@ class OptimConfig:
     grad_clip: float = 1.0
     """Max gradient norm (release: 1.0)."""
     micro_batch: int = 8
-    """Trajectories per forward/backward pass of the RL update (right-padded together; lower it for memory).
-    The loss does not depend on it."""
+    """Trajectories per forward/backward pass of the RL update (right-padded together, similar lengths
+    together; lower it for memory). The loss does not depend on it."""
+    micro_batch_tokens: int | None = None
+    """Also at most this many padded tokens per update pass (rows x longest; a longer trajectory goes alone).
+    Attention memory grows with rows x length^2: multi-turn crop episodes are thousands of tokens. None: no cap."""
 
 
 @dataclass
@@ -296,6 +302,9 @@ def check_counts(cfg: TrainConfig) -> None:
             raise ValueError(f"recipe key {key} must be at least {least}, got {value}")
     if not 0.0 <= cfg.sft.crop_rate <= 1.0:
         raise ValueError(f"recipe key sft.crop_rate must lie in [0, 1], got {cfg.sft.crop_rate}")
+    for key, value in (("rollout.batch_tokens", cfg.rollout.batch_tokens), ("optim.micro_batch_tokens", cfg.optim.micro_batch_tokens)):
+        if value is not None and value < 1:
+            raise ValueError(f"recipe key {key} must be at least 1 (or null: no cap), got {value}")
     if not 0.0 <= cfg.sft.warmup_ratio < 1.0:
         raise ValueError(f"recipe key sft.warmup_ratio must lie in [0, 1), got {cfg.sft.warmup_ratio}")
     from .sft import SCHEDULES

@@ -38,7 +38,7 @@ from .grpo import clipped_policy_loss, group_advantages, kl_penalty, masked_mean
 from .metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
 from .para_grpo import sequence_advantages, token_anchored_advantages
 from .policies.card import CARD_NAME, write_card
-from .policies.hf import THINK_PREFIX, HFPolicy
+from .policies.hf import THINK_PREFIX, HFPolicy, length_buckets
 from .rollout import Trajectory, run_batch
 from .sft import progress_bar
 
@@ -74,15 +74,17 @@ def resolve_perception_data(cfg: TrainConfig):
     return generate_dataset(synth_dir(synth), synth, progress=False, workers=2)
 
 
-def write_heldout(cfg: TrainConfig, out: Path):
+def write_heldout(cfg: TrainConfig, out: Path, *, blank: bool = False):
     """The held-out split (``data.heldout_n`` videos of the training distribution, their own seed) in
-    ``OUT/heldout`` (videos and samples.jsonl): never trained on, evaluated at the end of the run."""
+    ``OUT/heldout`` (videos and samples.jsonl): never trained on, evaluated at the end of the run. With
+    ``blank``, the same samples with their needles left out of the videos, in ``OUT/heldout_blank``: the
+    control that the policy answers from the pixels."""
     if cfg.data.heldout_n <= 0 or cfg.data.path:
         return None
     from paravt_env.data.synthetic import generate_dataset
 
-    synth = cfg.data.synth_config(n=cfg.data.heldout_n, seed=cfg.data.heldout_seed)
-    return generate_dataset(out / "heldout", synth, progress=False, workers=2)
+    synth = cfg.data.synth_config(n=cfg.data.heldout_n, seed=cfg.data.heldout_seed, needles_visible=not blank)
+    return generate_dataset(out / ("heldout_blank" if blank else "heldout"), synth, progress=False, workers=2)
 
 
 def resolve_model_path(cfg: TrainConfig) -> Path | str:
@@ -163,7 +165,7 @@ class Trainer:
         self.policy = HFPolicy.from_pretrained(
             load_from, device=cfg.model.device, dtype=dtype, max_new_tokens=cfg.rollout.max_new_tokens,
             temperature=cfg.rollout.temperature, think_prefix=think,
-            min_pixels=cfg.env.min_pixels, max_pixels=cfg.env.max_pixels,
+            min_pixels=cfg.env.min_pixels, max_pixels=cfg.env.max_pixels, batch_tokens=cfg.rollout.batch_tokens,
         )  # fmt: skip
         if cfg.model.gradient_checkpointing:
             self.policy.model.gradient_checkpointing_enable()
@@ -289,19 +291,20 @@ class Trainer:
             tokens = sum(sum(tr.loss_mask[1:]) for tr, *_ in units)
             units = [(tr, at, af, sum(tr.loss_mask[1:]) / tokens) for tr, at, af, _ in units]
 
-        # Update: one PPO-clipped step, forward/backward ``optim.micro_batch`` trajectories at a time.
+        # Update: one PPO-clipped step, forward/backward one length bucket of trajectories at a time
+        # (``optim.micro_batch`` rows, ``optim.micro_batch_tokens`` padded tokens).
         self.policy.model.train()
         self.optimizer.zero_grad()
         stats: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}
-        step = max(1, cfg.optim.micro_batch)
-        for start in range(0, len(units), step):
-            chunk = units[start : start + step]
+        step, cap = max(1, cfg.optim.micro_batch), cfg.optim.micro_batch_tokens
+        for bucket in length_buckets([len(tr.encoded.input_ids) for tr, *_ in units], max_rows=step, max_tokens=cap):
+            chunk = [units[i] for i in bucket]
             encoded = [tr.encoded for tr, *_ in chunk]
-            logps = self.policy.batch_logprobs(encoded, micro_batch=step)
+            logps = self.policy.batch_logprobs(encoded, micro_batch=step, max_tokens=cap)
             refs = [None] * len(chunk)
             if cfg.grpo.kl_coef > 0:
                 with torch.no_grad():
-                    refs = self.policy.batch_logprobs(encoded, model=self._reference(), micro_batch=step)
+                    refs = self.policy.batch_logprobs(encoded, model=self._reference(), micro_batch=step, max_tokens=cap)
             total = torch.zeros((), device=logps[0].device)
             for (tr, at, af, weight), logp, ref in zip(chunk, logps, refs, strict=True):
                 mask = torch.tensor(tr.loss_mask[1:], dtype=torch.float32, device=logp.device)

@@ -21,6 +21,8 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--questions-per-video", type=int, default=1, help="questions per video (default 1)")
     p.add_argument("--crf", type=int, default=None, help="x264 quality, higher = smaller (default 33)")
     p.add_argument("--workers", type=int, default=1, help="videos encoded in parallel processes (default 1)")
+    p.add_argument("--no-needles", action="store_true",
+                   help="render the videos without their needles, questions and answers unchanged (a blind control)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -37,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         fps=args.fps,
         size=args.size,
         questions_per_video=args.questions_per_video,
+        needles_visible=not args.no_needles,
         **extra,
     )
     samples = generate_dataset(args.out, config, progress=not args.no_progress, workers=args.workers)

@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
                       allow_config_change=args.allow_config_change)
     interrupt_on_sigterm()  # timeout, schedulers and docker stop send SIGTERM: save like Ctrl-C does
     heldout = write_heldout(cfg, out)  # before training: the split exists even if the run is interrupted
+    write_heldout(cfg, out, blank=True)  # the same questions on videos without their needles
     try:
         rows = trainer.train(args.steps)
     finally:
@@ -66,18 +67,27 @@ def interrupt_on_sigterm() -> None:
 def evaluate_heldout(out, progress: bool = True) -> str:
     """``paravt eval --policy hf:RUN/checkpoint/model --data RUN/heldout --out RUN/eval`` (the checkpoint's
     policy card supplies the env options), and the same for the cold start the RL started from
-    (``RUN/coldstart/model`` -> ``RUN/eval_coldstart``), as Markdown with the two side by side."""
+    (``RUN/coldstart/model`` -> ``RUN/eval_coldstart``), as Markdown with the two side by side. Where the
+    needle-less copy of the split exists (``RUN/heldout_blank``), both are also evaluated on it
+    (``RUN/eval_blank``, ``RUN/eval_coldstart_blank``): answers that follow the pixels fall to guessing there."""
     from benchmarks.evaluation import evaluate_checkpoint, to_markdown
 
-    data = out / "heldout"
+    data, blank = out / "heldout", out / "heldout_blank"
     runs = [("RL", out / "checkpoint" / "model", out / "eval")]
     if (out / "coldstart" / "model" / "paravt.json").is_file():
         runs.insert(0, ("cold start", out / "coldstart" / "model", out / "eval_coldstart"))
+    with_blank = (blank / "samples.jsonl").is_file()
     parts, rows = [], []
     for label, model, target in runs:
         summary = evaluate_checkpoint(model, data, target, progress=progress)
         parts.append(to_markdown(summary, f"Held-out evaluation ({label}): hf:{model} on {data}"))
-        rows.append(f"| {label} | {summary['accuracy']:.3f} | {summary['avg_tool_calls']:.2f} | "
-                    f"{summary['tool_usage_rate']:.2f} | {summary['n']} |")  # fmt: skip
-    table = ["| policy | held-out accuracy | crops per episode | tool use | n |", "|---|---|---|---|---|", *rows]
+        row = (f"| {label} | {summary['accuracy']:.3f} | {summary['avg_tool_calls']:.2f} | "
+               f"{summary['tool_usage_rate']:.2f} | {summary['n']} |")  # fmt: skip
+        if with_blank:
+            empty = evaluate_checkpoint(model, blank, target.with_name(target.name + "_blank"), progress=progress)
+            row += f" {empty['accuracy']:.3f} |"
+        rows.append(row)
+    head = "| policy | held-out accuracy | crops per episode | tool use | n |"
+    table = [head + (" same questions, needles removed |" if with_blank else ""),
+             "|---|---|---|---|---|" + ("---|" if with_blank else ""), *rows]  # fmt: skip
     return "".join(parts) + "\n" + "\n".join(table) + "\n"

@@ -95,6 +95,10 @@ class SynthConfig:
     """Keyframe interval, seconds (keyframes are strictly periodic: no scene-cut keyframes at events)."""
     preset: str = "veryfast"
     """x264 preset."""
+    needles_visible: bool = True
+    """False renders every video without its needles (background and distractors only), the samples (questions,
+    answers, event times) unchanged: the control that shows whether a policy answers from the pixels (its
+    accuracy there should fall to what guessing gets)."""
 
     def __post_init__(self) -> None:
         self.question_kinds = tuple(self.question_kinds)
@@ -158,7 +162,7 @@ class SynthConfig:
         }
         # Needle scale joined the settings later: at its old values it leaves the key (and the cached files
         # of every earlier dataset) as they were.
-        for name, old in (("event_scale_min", 0.25), ("event_scale_max", 0.38)):
+        for name, old in (("event_scale_min", 0.25), ("event_scale_max", 0.38), ("needles_visible", True)):
             if pixels[name] == old:
                 del pixels[name]
         blob = json.dumps({"v": GENERATOR_VERSION, **pixels}, sort_keys=True)
@@ -320,7 +324,7 @@ def render_yuv(plan: VideoPlan, cfg: SynthConfig, start: int, stop: int) -> np.n
     half = size // 2
     cb = np.full((len(t), half, half), 129.0, dtype=np.float32)  # a faint blue cast, far from saturated
     cr = np.full((len(t), half, half), 127.0, dtype=np.float32)
-    for nd in plan.needles:
+    for nd in plan.needles if cfg.needles_visible else ():
         f0, f1 = int(round(nd.start * fps)), int(round(nd.end * fps))
         lo, hi = max(f0, start), min(f1, stop)
         if lo >= hi:

@@ -3,6 +3,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from learners.policies.agent import observation_message  # noqa: E402
+from learners.policies.base import Message  # noqa: E402
 from learners.policies.hf import HFPolicy  # noqa: E402
 from learners.rollout import run_episode, run_group, struct_positions  # noqa: E402
 from paravt_env import EnvConfig, VideoToolEnv, gated_frame_budget  # noqa: E402
@@ -139,12 +141,42 @@ def test_a_step_of_several_prompts_is_one_batch_and_the_update_pass_matches_the_
         single = [policy.sequence_logprobs(t.encoded) for t in trajs]
         batched = policy.batch_logprobs([t.encoded for t in trajs])
         compact = policy.batch_logprobs([t.encoded.compact() for t in trajs], micro_batch=3)
-    for s, b, c, t in zip(single, batched, compact, trajs, strict=True):
-        assert s.shape == b.shape == c.shape == (len(t) - 1,)
-        assert torch.allclose(s, b, atol=1e-4) and torch.allclose(s, c, atol=1e-4)
+        # a token cap of two of the shortest: the longest goes alone, and the results stay in input order
+        capped = policy.batch_logprobs([t.encoded for t in trajs], max_tokens=2 * min(len(t) for t in trajs))
+    for s, b, c, k, t in zip(single, batched, compact, capped, trajs, strict=True):
+        assert s.shape == b.shape == c.shape == k.shape == (len(t) - 1,)
+        assert torch.allclose(s, b, atol=1e-4) and torch.allclose(s, c, atol=1e-4) and torch.allclose(s, k, atol=1e-4)
     packed = trajs[0].encoded.compact()
     assert packed.pixel_values is not None and torch.equal(packed.pixel_values, trajs[0].encoded.pixel_values)
     with pytest.raises(ValueError, match="options"):
         run_batch(envs, policy, options[:2])
     for env in envs:
         env.close()
+
+
+def test_length_buckets_put_similar_lengths_together_under_the_row_and_token_caps():
+    from learners.policies.hf import length_buckets
+
+    lengths = [100, 900, 120, 880, 400, 3000]
+    assert length_buckets(lengths) == [[5, 1, 3, 4, 2, 0]]  # no cap: one batch, longest first
+    assert length_buckets(lengths, max_rows=2) == [[5, 1], [3, 4], [2, 0]]
+    # 2,000 padded tokens: 3,000 alone (over the cap on its own), 900 + 880, then 400, 120, 100 (3 x 400)
+    assert length_buckets(lengths, max_tokens=2000) == [[5], [1, 3], [4, 2, 0]]
+    assert sorted(i for b in length_buckets(lengths, max_rows=1, max_tokens=1) for i in b) == list(range(6))
+
+
+def test_generation_in_token_capped_batches_returns_each_prompt_its_own_continuation(tiny_qwen3, synth_small):
+    """Greedy continuations are the same whether the prompts share one batch or go in length buckets."""
+    _, samples = synth_small
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=6, temperature=0.0)
+    envs = [VideoToolEnv(samples, EnvConfig(frame_budget=k)) for k in (2, 4, 8)]
+    prompts = []
+    for env, k in zip(envs, (2, 4, 8), strict=True):
+        obs, info = env.reset(options={"index": k % len(samples)})
+        prompts.append(policy.encode([Message("system", info["system_prompt"]), observation_message("user", obs, info["user_prompt"])]))
+        env.close()
+    assert len({len(p.input_ids) for p in prompts}) == 3
+    together = policy.generate_encoded(prompts)
+    policy.batch_tokens = min(len(p.input_ids) for p in prompts)  # every prompt alone
+    apart = policy.generate_encoded(prompts)
+    assert [g.token_ids for g in together] == [g.token_ids for g in apart]

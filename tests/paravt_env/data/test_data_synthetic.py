@@ -116,6 +116,20 @@ def test_events_are_in_the_pixels_exactly_when_recorded(dataset):
         assert (saturation[on] > 120).any(axis=(1, 2)).all()
 
 
+def test_needle_free_copies_keep_the_samples_and_lose_every_needle(dataset, tmp_path):
+    """``needles_visible=False``: the same questions, answers and event times, no saturated pixel anywhere,
+    and a file name of its own (a blind control must never reuse the real videos' cache)."""
+    root, samples = dataset
+    blank = generate_dataset(tmp_path / "blank", SynthConfig(n=4, seed=3, needles_visible=False, **SMALL), progress=False)
+    assert [(s.question, s.answer, s.events) for s in blank] == [(s.question, s.answer, s.events) for s in samples]
+    assert {Path(s.video_path).name for s in blank}.isdisjoint(Path(s.video_path).name for s in samples)
+    for s in blank:
+        images, _, _ = decode(s.video_path)
+        assert (images.max(axis=3).astype(int) - images.min(axis=3)).max() < 40
+    # the two cache keys differ; at its default the field leaves the key (and earlier cached files) as it was
+    assert SynthConfig(n=4, seed=3, **SMALL).video_key() != SynthConfig(n=4, seed=3, needles_visible=False, **SMALL).video_key()
+
+
 @pytest.mark.parametrize("side", [112, 56])
 def test_colours_survive_downscaling(dataset, side):
     _, samples = dataset
