@@ -20,6 +20,7 @@ import os
 import random
 import shutil
 import statistics
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -72,6 +73,23 @@ def resolve_perception_data(cfg: TrainConfig):
     synth = cfg.data.synth_config(n=p.videos, seed=cfg.data.synth_seed + 500_000, min_duration=p.min_duration,
                                   max_duration=p.max_duration)  # fmt: skip
     return generate_dataset(synth_dir(synth), synth, progress=False, workers=2)
+
+
+def release_freed_memory() -> None:
+    """Collect garbage and hand freed heap pages back to the OS (glibc ``malloc_trim``; elsewhere a no-op).
+    Thousands of compressed frames and per-step tensors of every size leave glibc's heap fragmented: measured
+    on ``tiny_cpu``, the RSS after the cold start stayed ~1 GB above what the RL steps need, and the main job
+    peaked at 2.25 GB."""
+    import contextlib
+    import ctypes
+    import ctypes.util
+    import gc
+
+    gc.collect()
+    name = ctypes.util.find_library("c")
+    if name and sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):  # not glibc (musl): nothing to trim
+            ctypes.CDLL(name).malloc_trim(0)
 
 
 def write_heldout(cfg: TrainConfig, out: Path, *, blank: bool = False):
@@ -388,6 +406,7 @@ class Trainer:
         total = self.cfg.steps if steps is None else steps
         sinks = MetricSinks(self.cfg, self.out)  # fail before any work if a requested sink is missing
         self.cold_start()
+        release_freed_memory()  # the cold start's examples and episodes are gone: give their pages back
         if self.cfg.grpo.kl_coef > 0:
             self._reference()
         rows = read_jsonl(self.metrics_path)
@@ -395,6 +414,7 @@ class Trainer:
         try:
             while self.step < total:
                 row = self.rl_step()
+                release_freed_memory()  # a step's trajectories (frames, activations) are freed by now
                 rows.append(row)
                 with open(self.metrics_path, "a") as f:
                     f.write(json.dumps(row) + "\n")
