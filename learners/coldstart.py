@@ -27,7 +27,7 @@ from .perception import build_examples, example_loss, train_perception
 from .policies.hf import HFPolicy
 from .rollout import Trajectory
 from .sft import progress_bar, run_scripted_episode, sft_loss, train_cross_entropy
-from .teacher import GUESS_TEXT, TeacherMiss, final_turn, first_turn
+from .teacher import CHECK_TEXT, GUESS_TEXT, TeacherMiss, final_turn, first_turn
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,8 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
     like nFrames Gating draws them), played through the real env and tokenised like rollouts, their frames
     kept compressed (``Encoded.compact``: the processed pixels of 900 episodes were gigabytes). Where the
     overview misses the needle the teacher crops in ``sft.crop_rate`` of the episodes and otherwise guesses
-    one of the answers its question kind has in the data. Returns the trajectories and how many episodes were
+    one of the answers its question kind has in the data; where it shows the needle the teacher crops around it
+    to check in ``sft.check_rate`` of them. Returns the trajectories and how many episodes were
     dropped because their frames showed no needle."""
     env = VideoToolEnv(samples, teacher_env_config(cfg))
     rng = random.Random(f"teacher:{cfg.seed}")
@@ -61,13 +62,15 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
             sample = samples[i % len(samples)]
             k = gated_frame_budget(sample.id, i // len(samples), cfg.seed, tuple(cfg.sft.frame_budgets))
             guess = rng.choice(answers[sample.question_type]) if rng.random() >= cfg.sft.crop_rate else None
+            # drawn only when asked for, so recipes without checks keep their episodes
+            check = cfg.sft.check_rate > 0 and rng.random() < cfg.sft.check_rate
             first: dict[str, str] = {}
 
-            def turn(t: int, obs: dict[str, Any], sample=sample, first=first, guess=guess) -> str:
+            def turn(t: int, obs: dict[str, Any], sample=sample, first=first, guess=guess, check=check) -> str:
                 if t == 0:
                     duration = env.unwrapped._reader.duration
                     first["text"] = first_turn(sample, obs["timestamps"], duration, window=cfg.sft.window,
-                                               max_calls=cfg.env.max_parallel, guess=guess)  # fmt: skip
+                                               max_calls=cfg.env.max_parallel, guess=guess, check=check)  # fmt: skip
                     return first["text"]
                 return final_turn(sample, obs["timestamps"])
 
@@ -131,8 +134,9 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
                 data, missed = teacher_episodes(policy, list(perception_samples or samples), cfg, progress=progress)
             calls = sum(1 for t in data if t.tool_calls)
             guesses = sum(1 for t in data if not t.tool_calls and GUESS_TEXT in t.turn_texts[0])
+            checks = sum(1 for t in data if t.tool_calls and CHECK_TEXT in t.turn_texts[0])
             rows += train_sft(policy, data, cfg, rehearsal=examples, progress=progress)
-            summary["sft"] = {"episodes": len(data), "dropped": missed, "with_crops": calls, "guesses": guesses, "steps": cfg.sft.steps,
+            summary["sft"] = {"episodes": len(data), "dropped": missed, "with_crops": calls, "checks": checks, "guesses": guesses, "steps": cfg.sft.steps,
                               "final_loss": _tail_mean(rows, "sft")}  # fmt: skip
     finally:
         policy.think_prefix = was_think

@@ -168,6 +168,10 @@ class SFTConfig:
     """Share of the teacher episodes whose overview misses the needle in which the teacher crops; in the others
     it says it saw nothing and guesses (a base model with a weak tool prior). 1.0: always crops. Below 1 the
     cold start leaves RL a decision to learn from reward alone, when to call the tool (``learners.teacher``)."""
+    check_rate: float = 0.0
+    """Share of the teacher episodes whose overview shows the needle in which the teacher still crops around
+    it to check before answering (``learners.teacher.check_turn``): the strong tool prior of the paper's cold
+    start, whose calls RL can drop where they are redundant (the Tool Prior Paradox). 0.0: answers directly."""
     lr_schedule: str = "cosine"
     """"cosine" (decay to 0 after ``warmup_ratio`` of the steps of linear warm-up, the release's
     ``paravt/sft/configs/qwen3vl_8b.yaml``: ``lr_scheduler_type: cosine``) or "constant". Measured on
@@ -302,6 +306,8 @@ def check_counts(cfg: TrainConfig) -> None:
             raise ValueError(f"recipe key {key} must be at least {least}, got {value}")
     if not 0.0 <= cfg.sft.crop_rate <= 1.0:
         raise ValueError(f"recipe key sft.crop_rate must lie in [0, 1], got {cfg.sft.crop_rate}")
+    if not 0.0 <= cfg.sft.check_rate <= 1.0:
+        raise ValueError(f"recipe key sft.check_rate must lie in [0, 1], got {cfg.sft.check_rate}")
     for key, value in (("rollout.batch_tokens", cfg.rollout.batch_tokens), ("optim.micro_batch_tokens", cfg.optim.micro_batch_tokens)):
         if value is not None and value < 1:
             raise ValueError(f"recipe key {key} must be at least 1 (or null: no cap), got {value}")

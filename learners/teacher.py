@@ -14,6 +14,11 @@ With ``crop_rate`` below 1 the teacher is a base model with a weak tool prior: i
 whose overview misses the needle it crops, in the others it writes that it saw nothing and guesses an answer
 (``guess_turn``). The cold start then leaves RL a decision to learn from reward alone: when to call the tool.
 
+With ``check`` the teacher has the strong tool prior the paper's cold start has (tool calls where the overview
+already answers): it writes what the overview shows, then crops one window around that frame to check it
+(``check_turn``) and answers from the crop. The call is redundant, so dropping it is a shortcut RL can take:
+the Tool Prior Paradox's collapse, observable from step 1.
+
 So the decision to call (the Tool Necessity Gap: at K=64 the overview usually shows the needle, at K=4 it
 rarely does) and the answer (the colour of what is on screen) both follow the pixels. Where the frames show
 no needle the teacher has nothing honest to say, and the episode is dropped (``TeacherMiss``).
@@ -67,11 +72,13 @@ def answer_turn(sample: VideoQASample, seen: list, where: str) -> str:
 
 
 def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration: float, *, window: float,
-               max_calls: int, needed: int = 1, guess: str | None = None) -> str:
-    """Answer from the overview when it shows the needle(s) the question needs, else crop in parallel (or,
-    given a ``guess``, answer it without cropping)."""
+               max_calls: int, needed: int = 1, guess: str | None = None, check: bool = False) -> str:
+    """Answer from the overview when it shows the needle(s) the question needs (or, with ``check``, crop around
+    it first), else crop in parallel (or, given a ``guess``, answer it without cropping)."""
     seen = visible_events(sample, overview_times)
     if len(seen) >= needed:
+        if check:
+            return check_turn(sample, seen, overview_times, duration, window=window)
         return answer_turn(sample, seen, "overview")
     if guess is not None:
         return guess_turn(guess)
@@ -91,6 +98,23 @@ saw the needle: a 2-layer model put p(crop) at 0.07 for a teacher that cropped i
 def guess_turn(guess: str) -> str:
     """The tool-shy teacher's turn when the overview shows nothing: no crop, a guess."""
     return f"{THINK_OPEN}{GUESS_TEXT}</think>\n<answer>{guess}</answer>"
+
+
+CHECK_TEXT = "I will inspect 1 window to check."
+"""The strong tool prior's words before its redundant call (``check_turn``)."""
+
+
+def check_turn(sample: VideoQASample, seen: list, overview_times: Sequence[float], duration: float, *,
+               window: float) -> str:
+    """The strong tool prior's turn where the overview already shows the needle: say so, then crop one
+    ``window`` centred on the first overview frame that shows it (clamped to the video) to check."""
+    times = np.asarray(list(overview_times), dtype=np.float64)
+    e = seen[0]
+    t = float(times[(times >= e.start) & (times < e.end)][0])
+    start = min(max(0.0, t - window / 2), max(0.0, duration - window))
+    what = ", ".join(f"a {describe(x)}" for x in seen)
+    return (f"{THINK_OPEN}The overview shows {what}. {CHECK_TEXT}</think>\n"
+            f"{format_tool_call(start, min(duration, start + window))}")  # fmt: skip
 
 
 def final_turn(sample: VideoQASample, crop_times: Sequence[float], needed: int = 1) -> str:

@@ -56,3 +56,23 @@ def test_the_call_decision_is_one_token_in_a_context_only_misses_have():
     common = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
     assert tok.decode(a[:common]).endswith("no coloured shape. I will")
     assert "I will" not in first_turn(s, [10.0, 41.0, 60.0], 70.0, window=20.0, max_calls=5)
+
+
+def test_check_turn_crops_around_the_frame_that_already_shows_the_needle():
+    """The strong tool prior: a redundant call centred on the overview frame that showed the needle (clamped to
+    the video), then the answer read off the crop."""
+    from learners.teacher import CHECK_TEXT
+
+    s = _sample()
+    turn = first_turn(s, [10.0, 41.0, 60.0], 70.0, window=20.0, max_calls=5, check=True)
+    parsed = parse_response(turn)
+    assert CHECK_TEXT in turn and "red shape" in turn and parsed.answer is None and not parsed.problems
+    assert [(c.start_time, c.end_time) for c in parsed.valid_tool_calls] == [(31.0, 51.0)]
+    assert parse_response(final_turn(s, [40.5, 43.0])).answer == "red"
+    late = VideoQASample(id="l", video_path="v.mp4", question="q", answer="red", question_type="oe", duration=70.0,
+                         events=[Event(start=66.0, end=69.0, label="x", attributes={"colour": "red"})])  # fmt: skip
+    calls = parse_response(first_turn(late, [10.0, 67.0], 70.0, window=20.0, max_calls=5, check=True))
+    assert [(c.start_time, c.end_time) for c in calls.valid_tool_calls] == [(50.0, 70.0)]
+    # a miss still covers the video: check only changes what happens when the overview answers
+    missed = parse_response(first_turn(s, [10.0, 61.25], 70.0, window=20.0, max_calls=5, check=True))
+    assert len(missed.valid_tool_calls) == 4
