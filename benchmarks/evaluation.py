@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from baselines.runner import play_episode
-from paravt_env import EnvConfig, VideoQASample, VideoToolEnv
+from paravt_env import EnvConfig, VideoQASample, VideoToolEnv, storage
 from paravt_env.rewards import mcq_accuracy, normalize_text, temporal_iou
+from paravt_env.storage import OutputLocked  # noqa: F401 - re-exported: callers catch it from here
 
 RESULTS = "results.jsonl"
 CONFIG = "eval_config.json"
@@ -295,33 +296,10 @@ def is_transient(exc: BaseException) -> bool:
     return bool(getattr(exc, "transient", False)) or isinstance(exc, (TimeoutError, ConnectionError))
 
 
-class OutputLocked(OSError):
-    """Another process is writing the same evaluation directory."""
-
-
-@contextlib.contextmanager
 def exclusive_lock(out: Path):
-    """Hold ``out/eval.lock`` (an OS advisory lock, released by the kernel if the holder dies) while the
-    evaluation runs: two processes appending to one ``results.jsonl`` would lose rows."""
-    import fcntl
-    import socket
-
-    path = out / "eval.lock"
-    f = open(path, "a+")  # noqa: SIM115 - closed below
-    try:
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.seek(0)
-            holder = f.read().strip() or "another process"
-            raise OutputLocked(f"{out} is being written by {holder}: wait for it, or use another --out") from None
-        f.seek(0)
-        f.truncate()
-        f.write(f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-        f.flush()
-        yield
-    finally:
-        f.close()
+    """Hold ``out/eval.lock`` while the evaluation runs: two processes appending to one ``results.jsonl``
+    would lose rows (``paravt_env.storage.DirectoryLock``)."""
+    return storage.exclusive_lock(out, "eval.lock")
 
 
 def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurrency: int, progress: bool,

@@ -3,6 +3,7 @@ is an error that names it. ``key=value`` overrides use dotted paths (``grpo.kl_c
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import types
 import typing
@@ -273,10 +274,8 @@ def _typed(value: Any, hint: Any, key: str) -> Any:
         ok = isinstance(value, int) and not isinstance(value, bool)
     elif hint is float:  # an int is a float here; kept as written (cache keys hash the values as given)
         if isinstance(value, str):  # YAML 1.1 reads "1e-3" (no dot) as a string
-            try:
+            with contextlib.suppress(ValueError):
                 value = float(value)
-            except ValueError:
-                pass
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     elif hint is str:
         ok = isinstance(value, str)

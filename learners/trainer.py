@@ -16,7 +16,6 @@ import copy
 import hashlib
 import json
 import logging
-import os
 import random
 import shutil
 import statistics
@@ -29,10 +28,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from paravt_env import EnvConfig, VideoToolEnv, load_samples
+from paravt_env import EnvConfig, VideoToolEnv, load_samples, storage
 from paravt_env.paths import cache_dir
 from paravt_env.rewards import RewardConfig
 
+from . import checkpoint
 from .coldstart import run_cold_start
 from .config import TrainConfig
 from .grpo import clipped_policy_loss, group_advantages, kl_penalty, masked_mean
@@ -158,10 +158,21 @@ class Trainer:
                  allow_config_change: bool = False) -> None:  # fmt: skip
         self.cfg, self.out, self.progress = cfg, Path(out), progress
         self.out.mkdir(parents=True, exist_ok=True)
+        # One writer per run directory: two trainers on one --out interleave metrics.jsonl and swap each
+        # other's checkpoints. Released by close() or, if the process dies, by the kernel.
+        self._lock = storage.DirectoryLock(self.out, "train.lock", "trained")
+        try:
+            self._setup(cfg, resume, allow_config_change)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _setup(self, cfg: TrainConfig, resume: bool, allow_config_change: bool) -> None:
+        self.envs: list[VideoToolEnv] = []
         self.ckpt = self.out / "checkpoint"
         self.metrics_path = self.out / "metrics.jsonl"
         if resume:
-            self._recover_checkpoint()
+            checkpoint.recover(self.out)
             self._check_same_config(allow_config_change)
         self.samples = resolve_data(cfg)
         if not self.samples:
@@ -203,17 +214,6 @@ class Trainer:
             if self.metrics_path.exists():
                 raise FileExistsError(f"{self.metrics_path} exists: pass --resume to continue that run, or a new --out")
             (self.out / "config.json").write_text(json.dumps(cfg.as_dict(), indent=2) + "\n")
-
-    def _recover_checkpoint(self) -> None:
-        """Finish a checkpoint swap a kill interrupted. ``save`` writes ``checkpoint.tmp`` (``state.json``
-        last), removes ``checkpoint``, renames: a tmp with its ``state.json`` is complete and newest."""
-        tmp = self.out / "checkpoint.tmp"
-        if (tmp / "state.json").is_file():
-            logger.warning("%s: completing an interrupted checkpoint swap", self.out)
-            shutil.rmtree(self.ckpt, ignore_errors=True)
-            os.replace(tmp, self.ckpt)
-        elif tmp.exists():  # killed while writing it: the previous checkpoint is intact
-            shutil.rmtree(tmp, ignore_errors=True)
 
     def _check_same_config(self, allow: bool) -> None:
         """``--resume`` continues the run it finds; other settings are refused unless asked for (``steps``
@@ -369,8 +369,12 @@ class Trainer:
         write_card(target, think_prefix=uses_think_prefix(self.cfg), env=asdict(self.cfg.env), algorithm=self.cfg.algorithm)
 
     def save(self) -> None:
-        tmp = self.out / "checkpoint.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
+        """The model, optimiser, RNG and data position, swapped in atomically (``learners.checkpoint``)."""
+        state = {"step": self.step, "epoch": self.epoch, "cursor": self.cursor, "order": self.order}
+        checkpoint.save(self.out, state, self._write_checkpoint)
+        self.resumed = True
+
+    def _write_checkpoint(self, tmp: Path) -> None:
         source = self.ckpt / "model" if self.resumed and (self.ckpt / "model").is_dir() else self.base_path
         if source is None and self.from_coldstart:
             source = self.out / "coldstart" / "model"
@@ -379,11 +383,6 @@ class Trainer:
                     "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}, tmp / "trainer.pt")  # fmt: skip
         if self.ref_model is not None:
             torch.save(self.ref_model.state_dict(), tmp / "reference.pt")
-        state = {"step": self.step, "epoch": self.epoch, "cursor": self.cursor, "order": self.order}
-        (tmp / "state.json").write_text(json.dumps(state) + "\n")
-        shutil.rmtree(self.ckpt, ignore_errors=True)
-        os.replace(tmp, self.ckpt)
-        self.resumed = True
 
     def _load_state(self) -> None:
         state = json.loads((self.ckpt / "state.json").read_text())
@@ -446,6 +445,7 @@ class Trainer:
     def close(self) -> None:
         for env in self.envs:
             env.close()
+        self._lock.release()
 
 
 def config_summary(cfg: TrainConfig) -> str:

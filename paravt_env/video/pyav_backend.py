@@ -123,7 +123,7 @@ def build_index(path: str) -> tuple[FrameIndex, dict]:
             "rotation": rotation,
             "format": container.format.name,
             # Decode order differs from presentation order (B-frames); keyframes that are not IDR (open GOPs).
-            "reordered": any(b < a for a, b in zip(pts, pts[1:])),
+            "reordered": any(b < a for a, b in zip(pts, pts[1:], strict=False)),
             "open_gop": open_gop,
         }
         if props["width"] <= 0 or props["height"] <= 0:

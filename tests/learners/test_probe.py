@@ -6,7 +6,15 @@ import math
 import numpy as np
 import pytest
 
-from learners.probe import ProbeConfig, _answer_span, _fit, oracle_window, probe_perception, sample_tool_use, to_markdown
+from learners.probe import (
+    ProbeConfig,
+    _answer_span,
+    _fit,
+    oracle_window,
+    probe_perception,
+    sample_tool_use,
+    to_markdown,
+)
 from paravt_env import EnvConfig
 from paravt_env.data import VideoQASample
 from paravt_env.data.sample import Event

@@ -39,6 +39,10 @@ def test_sigterm_saves_and_kills_at_any_point_resume(tmp_path, monkeypatch, caps
     while not ((run / "metrics.jsonl").is_file() and (run / "metrics.jsonl").read_text().strip()):
         assert proc.poll() is None and time.time() < deadline, proc.stderr.read().decode()[-2000:]
         time.sleep(0.5)
+    # a second trainer on the same --out while the first runs: refused at once, naming the holder
+    capsys.readouterr()
+    assert main(["train", "--out", str(run), "--steps", "3", "--resume", "--no-progress", *FAST]) == 1
+    assert f"pid {proc.pid} on" in capsys.readouterr().err
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 130
     saved = _state(run)  # SIGTERM saved a checkpoint, as Ctrl-C does (save_every=50 never would have)
@@ -51,6 +55,14 @@ def test_sigterm_saves_and_kills_at_any_point_resume(tmp_path, monkeypatch, caps
         f.write('{"step": 99, "rew')
     assert main(["train", "--out", str(run), "--steps", str(saved + 1), "--resume", "--no-progress", *FAST]) == 0
     assert _steps(run) == list(range(1, saved + 2)) and _state(run) == saved + 1
+    assert not (run / "checkpoint.tmp").exists()
+
+    # a disk that filled while the next checkpoint was written (an empty state.json in checkpoint.tmp): the
+    # partial copy is discarded, never promoted over the intact checkpoint
+    shutil.copytree(run / "checkpoint", run / "checkpoint.tmp")
+    (run / "checkpoint.tmp" / "state.json").write_text("")
+    assert main(["train", "--out", str(run), "--steps", str(saved + 2), "--resume", "--no-progress", *FAST]) == 0
+    assert _steps(run) == list(range(1, saved + 3)) and _state(run) == saved + 2
     assert not (run / "checkpoint.tmp").exists()
 
     # killed before the first RL checkpoint: RL restarts from the saved cold start, which is not redone

@@ -2,8 +2,8 @@
 
 import pytest
 
-from learners.policies.card import read_card, write_card
 from benchmarks.evaluation import eval_options
+from learners.policies.card import read_card, write_card
 
 
 def test_card_round_trip_and_eval_precedence(tmp_path):

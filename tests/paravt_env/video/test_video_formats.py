@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from paravt_env.data.synthetic import decode_index, make_index_video
-from paravt_env.video import VideoDecodeError, open_video
-from paravt_env.video import decord_backend, pyav_backend
+from paravt_env.video import VideoDecodeError, decord_backend, open_video, pyav_backend
 
 N, FPS = 120, 10
 
