@@ -368,6 +368,9 @@ class VideoToolEnv(gym.Env[dict, str]):
 
     def _open(self, sample: VideoQASample) -> VideoReader:
         reader = self._readers.get(sample.video_path)
+        if reader is not None and reader.changed():  # replaced on disk since: index and decode the new file
+            self._readers.pop(sample.video_path).close()
+            reader = None
         if reader is None:
             reader = open_video(sample.video_path, backend=self.config.backend)
             if len(self._readers) >= 16:  # keep a few readers (GRPO groups revisit videos), not all of them

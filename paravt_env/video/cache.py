@@ -6,7 +6,6 @@ for the same key wait for the first one instead of decoding in parallel ("single
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -28,9 +27,13 @@ class OverviewCache:
         self.misses = 0
 
     def _key(self, path: str, key: Hashable) -> Hashable:
-        st = os.stat(path)
-        # The file's identity is part of the key: an overwritten video is never served stale frames.
-        return (os.path.realpath(path), st.st_size, st.st_mtime_ns, key)
+        from .reader import file_identity
+
+        # The file's identity is part of the key: a replaced or overwritten video is never served stale frames.
+        identity = file_identity(path)
+        if identity is None:
+            raise FileNotFoundError(f"video file not found: {path!r}")
+        return (identity, key)
 
     def get_or_compute(self, path: str, key: Hashable, compute: Callable[[], Frames]) -> Frames:
         full_key = self._key(path, key)

@@ -41,13 +41,18 @@ _INDEX_CACHE_SIZE = 256
 _INDEX_LOCK = threading.Lock()
 
 
-def _file_key(path: str, backend: str) -> tuple:
-    st = os.stat(path)
-    return (os.path.realpath(path), st.st_size, st.st_mtime_ns, backend)
+def file_identity(path: str) -> tuple:
+    """What tells one file from another at ``path``: the resolved path, device and inode (a file replaced by
+    rename), size and modification time (one overwritten in place). None where the file is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _indexed(path: str, backend: str) -> tuple[FrameIndex, dict]:
-    key = _file_key(path, backend)
+def _indexed(path: str, backend: str, identity: tuple) -> tuple[FrameIndex, dict]:
+    key = (identity, backend)
     with _INDEX_LOCK:
         if key in _INDEX_CACHE:
             _INDEX_CACHE.move_to_end(key)
@@ -80,7 +85,11 @@ class VideoReader:
         self.backend = resolve_backend(backend)
         if not os.path.isfile(self.path):
             raise FileNotFoundError(f"video file not found: {self.path!r}")
-        self.index, props = _indexed(self.path, self.backend)
+        self.identity = file_identity(self.path)
+        """The file this reader indexed (``file_identity``): frames are only ever decoded from it."""
+        self.index, props = _indexed(self.path, self.backend, self.identity)
+        if file_identity(self.path) != self.identity:
+            raise VideoDecodeError(self.path, "the file changed on disk while it was being indexed")
         self.width: int = props["width"]
         self.height: int = props["height"]
         self.fps: float = props["fps"]
@@ -89,6 +98,10 @@ class VideoReader:
         self._idle: list[_Handle] = []
         self._lock = threading.Lock()
         self._closed = False
+
+    def changed(self) -> bool:
+        """The file at ``path`` is no longer the one this reader indexed (replaced, rewritten or removed)."""
+        return file_identity(self.path) != self.identity
 
     # --- properties -------------------------------------------------------------------------------------
     @property
@@ -137,6 +150,11 @@ class VideoReader:
         if indices.size == 0:
             return Frames.empty(height, width)
         wanted = np.unique(indices)
+        # Frames of another file under this reader's index would be silently wrong (other times, other
+        # content): refuse them, naming the file. The env reopens a changed file at the next reset.
+        if self.changed():
+            raise VideoDecodeError(self.path, "the file changed on disk since it was opened (replaced, rewritten "
+                                              "or removed); open it again")  # fmt: skip
         handle = self._borrow()
         try:
             decoded = handle.decode(wanted, height, width)
@@ -189,4 +207,4 @@ def open_video(path: str | os.PathLike, backend: str = "auto") -> VideoReader:
     return VideoReader(path, backend=backend)
 
 
-__all__ = ["VideoReader", "open_video", "VideoDecodeError", "BACKENDS", "resolve_backend"]
+__all__ = ["VideoReader", "open_video", "file_identity", "VideoDecodeError", "BACKENDS", "resolve_backend"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 import json
 import math
+import os
 import random
 import string
 import time
@@ -389,4 +390,34 @@ def test_a_random_sample_whose_overview_fails_to_decode_is_skipped_a_named_one_r
     assert bad not in env._readers  # the failing reader is not kept
     with pytest.raises(VideoDecodeError, match="could not be decoded"):
         env.reset(options={"index": 0})
+    env.close()
+
+
+def test_a_video_replaced_on_disk_is_reopened_and_never_mixed_into_an_episode(env_samples, tmp_path):
+    """Readers are keyed by the file's identity: a file replaced between episodes is indexed anew (its own
+    duration and frames); replaced mid-episode, the crops of that episode are refused by name, not read
+    from the new file under the old one's index."""
+    import dataclasses
+    import shutil
+
+    a, b = sorted(env_samples[:4], key=lambda s: s.duration)[::3]
+    assert abs(a.duration - b.duration) > 5
+    path = tmp_path / "video.mp4"
+    shutil.copy(a.video_path, path)
+    sample = dataclasses.replace(a, video_path=str(path))
+    env = VideoToolEnv([sample], EnvConfig(frame_budget=4, crop_max_frames=8))
+    obs, _ = env.reset(options={"index": 0})
+    assert f"lasts {a.duration:.1f} seconds" in obs["text"]
+    replacement = tmp_path / "new.mp4"
+    shutil.copy(b.video_path, replacement)
+    os.replace(replacement, path)  # as tools that rewrite files do: a new inode under the old name
+    result = env.step(call(start_time=0, end_time=10))
+    check_step(env, result)
+    obs, info = result[0], result[4]
+    assert info["tool_calls"]["failed"] == 1 and len(obs["frames"]) == 0
+    assert "changed on disk" in obs["text"]
+    obs, _ = env.reset(options={"index": 0})
+    assert f"lasts {b.duration:.1f} seconds" in obs["text"]
+    result = env.step(call(start_time=0, end_time=10))
+    assert result[4]["tool_calls"]["executed"] == 1 and len(result[0]["frames"]) > 0
     env.close()
