@@ -34,13 +34,16 @@ def _open(path: str):
         raise VideoDecodeError(path, str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)) from exc
 
 
-def build_index(path: str) -> tuple[FrameIndex, dict]:
+def build_index(path: str, stream: int | None = None) -> tuple[FrameIndex, dict]:
     """Index from the container's packet timestamps (exact integers) rather than decord's float32 seconds.
 
     decord numbers frames in presentation order, as ``FrameIndex`` does, so both backends agree on every
     frame's number and timestamp. The frame counts are checked against each other.
     """
-    index, props = pyav_backend.build_index(path)
+    index, props = pyav_backend.build_index(path, stream)
+    # decord reads the stream FFmpeg's av_find_best_stream picks and cannot be told another one.
+    if props.get("video_streams", 1) > 1 or stream is not None:
+        raise VideoDecodeError(path, f"decord cannot choose among its {props.get('video_streams')} video streams; use backend='pyav'")
     # decord seeks by itself and returns whatever frame it lands on, silently: measured 0/50 exact on
     # MPEG-TS, wrong frames on open-GOP and B-frame streams, and it ignores the display rotation. Files where
     # it cannot be trusted are refused with the reason; the PyAV backend reads them exactly.

@@ -73,20 +73,53 @@ def _is_idr(data: bytes, codec_name: str, length_size: int) -> bool:
     return False
 
 
-def _open(path: str) -> tuple[av.container.InputContainer, av.video.stream.VideoStream]:
+_NOT_SHOWN = av.stream.Disposition.attached_pic | av.stream.Disposition.timed_thumbnails | av.stream.Disposition.still_image
+"""Video streams a player does not play as the video: cover art, thumbnail tracks, still images."""
+
+
+def shown_streams(container: av.container.InputContainer) -> list[av.video.stream.VideoStream]:
+    """The video streams a player would play (cover pictures and thumbnail tracks left out)."""
+    return [s for s in container.streams.video if not (int(s.disposition) & int(_NOT_SHOWN))]
+
+
+def pick_stream(container: av.container.InputContainer, path: str, stream: int | None = None) -> av.video.stream.VideoStream:
+    """The stream a player shows: among the shown video streams the largest picture, then the one flagged
+    default, then the longest (a container's first video stream may be a small preview track: reading it
+    would silently answer from the wrong pictures). ``stream`` picks a stream by its container index."""
+    videos = list(container.streams.video)
+    if stream is not None:
+        for s in videos:
+            if s.index == stream:
+                return s
+        raise VideoDecodeError(path, f"has no video stream with index {stream} (its video streams: {[s.index for s in videos]})")
+    shown = shown_streams(container)
+    if not shown:
+        raise VideoDecodeError(path, "no video stream" if not videos else "its only video streams are cover pictures or thumbnails")
+
+    def rank(s):
+        ctx = s.codec_context
+        default = bool(int(s.disposition) & int(av.stream.Disposition.default))
+        return (int(ctx.width or 0) * int(ctx.height or 0), default, float(s.duration or 0) * float(s.time_base or 0))
+
+    return max(shown, key=rank)
+
+
+def _open(path: str, stream: int | None = None) -> tuple[av.container.InputContainer, av.video.stream.VideoStream]:
     try:
         container = av.open(path, metadata_errors="ignore")
     except av.FFmpegError as exc:
         raise VideoDecodeError(path, str(exc)) from exc
-    if not container.streams.video:
+    try:
+        return container, pick_stream(container, path, stream)
+    except BaseException:
         container.close()
-        raise VideoDecodeError(path, "no video stream")
-    return container, container.streams.video[0]
+        raise
 
 
-def build_index(path: str) -> tuple[FrameIndex, dict]:
-    """Scan packet headers (no decoding) into a ``FrameIndex``; also return the stream's properties."""
-    container, stream = _open(path)
+def build_index(path: str, stream: int | None = None) -> tuple[FrameIndex, dict]:
+    """Scan packet headers (no decoding) into a ``FrameIndex``; also return the stream's properties
+    (``stream``: its container index, ``video_streams``: how many shown video streams the file holds)."""
+    container, stream = _open(path, stream)
     try:
         pts, key = [], []
         end_pts = None
@@ -111,7 +144,7 @@ def build_index(path: str) -> tuple[FrameIndex, dict]:
             raise VideoDecodeError(path, "the video stream holds no frames")
         tb = float(stream.time_base)
         index = FrameIndex.from_decode_order(pts, key, tb, end_pts)
-        rotation = _rotation(path)
+        rotation = _rotation(path, stream.index)
         width, height = int(ctx.width), int(ctx.height)
         if rotation in (90, 270):  # sizes as a player shows the video
             width, height = height, width
@@ -125,6 +158,8 @@ def build_index(path: str) -> tuple[FrameIndex, dict]:
             # Decode order differs from presentation order (B-frames); keyframes that are not IDR (open GOPs).
             "reordered": any(b < a for a, b in zip(pts, pts[1:], strict=False)),
             "open_gop": open_gop,
+            "stream": stream.index,
+            "video_streams": len(shown_streams(container)),
         }
         if props["width"] <= 0 or props["height"] <= 0:
             raise VideoDecodeError(path, "the video stream has no frame size")
@@ -133,10 +168,10 @@ def build_index(path: str) -> tuple[FrameIndex, dict]:
         container.close()
 
 
-def _rotation(path: str) -> int:
+def _rotation(path: str, stream: int) -> int:
     """The display rotation a player applies (0, 90, 180 or 270 degrees counterclockwise), read from the
     first frame's display matrix (phone videos carry one; the pixels are stored sideways)."""
-    container, stream = _open(path)
+    container, stream = _open(path, stream)
     try:
         for frame in container.decode(stream):
             return int(round((getattr(frame, "rotation", 0) or 0) / 90.0)) * 90 % 360
@@ -156,10 +191,11 @@ def rotate(image: np.ndarray, rotation: int) -> np.ndarray:
 class PyAVHandle:
     """One open file. Not thread-safe: the reader gives each thread its own handle."""
 
-    def __init__(self, path: str, index: FrameIndex, rotation: int = 0) -> None:
+    def __init__(self, path: str, index: FrameIndex, rotation: int = 0, stream: int | None = None) -> None:
         self.path = path
         self.index = index
         self.rotation = rotation
+        self.stream_index = stream
         self._open()
         ctx = self.stream.codec_context
         self._codec = ctx.name
@@ -167,7 +203,7 @@ class PyAVHandle:
         self._lock = threading.Lock()
 
     def _open(self) -> None:
-        self.container, self.stream = _open(self.path)
+        self.container, self.stream = _open(self.path, self.stream_index)
         # Slice threads keep latency at one frame (frame threads would delay every seek's first output).
         self.stream.thread_type = "SLICE"
 

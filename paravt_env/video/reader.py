@@ -51,13 +51,13 @@ def file_identity(path: str) -> tuple:
     return (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _indexed(path: str, backend: str, identity: tuple) -> tuple[FrameIndex, dict]:
-    key = (identity, backend)
+def _indexed(path: str, backend: str, identity: tuple, stream: int | None) -> tuple[FrameIndex, dict]:
+    key = (identity, backend, stream)
     with _INDEX_LOCK:
         if key in _INDEX_CACHE:
             _INDEX_CACHE.move_to_end(key)
             return _INDEX_CACHE[key]
-    result = _MODULES[backend].build_index(path)
+    result = _MODULES[backend].build_index(path, stream)
     with _INDEX_LOCK:
         _INDEX_CACHE[key] = result
         while len(_INDEX_CACHE) > _INDEX_CACHE_SIZE:
@@ -80,19 +80,22 @@ class VideoReader:
     parallel (FFmpeg releases the GIL while decoding).
     """
 
-    def __init__(self, path: str | os.PathLike, backend: str = "auto") -> None:
+    def __init__(self, path: str | os.PathLike, backend: str = "auto", stream: int | None = None) -> None:
         self.path = os.fspath(path)
         self.backend = resolve_backend(backend)
         if not os.path.isfile(self.path):
             raise FileNotFoundError(f"video file not found: {self.path!r}")
         self.identity = file_identity(self.path)
         """The file this reader indexed (``file_identity``): frames are only ever decoded from it."""
-        self.index, props = _indexed(self.path, self.backend, self.identity)
+        self.index, props = _indexed(self.path, self.backend, self.identity, stream)
         if file_identity(self.path) != self.identity:
             raise VideoDecodeError(self.path, "the file changed on disk while it was being indexed")
         self.width: int = props["width"]
         self.height: int = props["height"]
         self.fps: float = props["fps"]
+        self.stream: int | None = props.get("stream")
+        """Container index of the video stream read: the one a player shows (``pyav_backend.pick_stream``)
+        unless ``stream`` named another."""
         self.rotation: int = int(props.get("rotation", 0))
         """Degrees counterclockwise a player turns the stored picture; frames come back turned."""
         self._idle: list[_Handle] = []
@@ -174,7 +177,7 @@ class VideoReader:
             if self._idle:
                 return self._idle.pop()
         if self.backend == "pyav":
-            return pyav_backend.PyAVHandle(self.path, self.index, self.rotation)
+            return pyav_backend.PyAVHandle(self.path, self.index, self.rotation, self.stream)
         return _HANDLES[self.backend](self.path, self.index)
 
     def _give_back(self, handle: _Handle) -> None:
@@ -198,13 +201,14 @@ class VideoReader:
         self.close()
 
 
-def open_video(path: str | os.PathLike, backend: str = "auto") -> VideoReader:
+def open_video(path: str | os.PathLike, backend: str = "auto", stream: int | None = None) -> VideoReader:
     """Open a video for random access by time.
 
     Raises ``FileNotFoundError`` naming a missing file and ``VideoDecodeError`` naming a file that is not a
-    decodable video. ``backend`` is "pyav", "decord" or "auto" (the faster one, measured: PyAV).
+    decodable video. ``backend`` is "pyav", "decord" or "auto" (the faster one, measured: PyAV). ``stream``
+    picks a video stream by its container index (default: the one a player shows, never a thumbnail track).
     """
-    return VideoReader(path, backend=backend)
+    return VideoReader(path, backend=backend, stream=stream)
 
 
 __all__ = ["VideoReader", "open_video", "file_identity", "VideoDecodeError", "BACKENDS", "resolve_backend"]

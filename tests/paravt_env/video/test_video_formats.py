@@ -6,7 +6,7 @@ import av
 import numpy as np
 import pytest
 
-from paravt_env.data.synthetic import decode_index, make_index_video
+from paravt_env.data.synthetic import decode_index, index_image, make_index_video
 from paravt_env.video import VideoDecodeError, decord_backend, open_video, pyav_backend
 
 N, FPS = 120, 10
@@ -134,3 +134,39 @@ def test_variable_frame_rate_frames_are_the_ones_on_screen(tmp_path):
     got = r.frames_at(queries, min_pixels=None, max_pixels=None)
     assert [decode_index(img) for img in got.images] == expected
     np.testing.assert_allclose(got.timestamps, [shown[e] for e in expected], atol=1e-3)
+
+
+def _two_track_mkv(path, *, thumb_first=True):
+    """An MKV with a 2 s 64x48 preview track and an 8 s 128x96 main track (frames numbered), in that order."""
+    container = av.open(str(path), "w")
+    tracks = []
+    for seconds, (w, h) in ([(2, (64, 48)), (8, (128, 96))] if thumb_first else [(8, (128, 96)), (2, (64, 48))]):
+        s = container.add_stream("mpeg4", rate=FPS)
+        s.width, s.height, s.pix_fmt = w, h, "yuv420p"
+        tracks.append((s, seconds, w, h))
+    for s, seconds, w, h in tracks:
+        for i in range(seconds * FPS):
+            frame = av.VideoFrame.from_ndarray(index_image(i, h, w), format="rgb24")
+            frame.pts = i
+            for packet in s.encode(frame):
+                container.mux(packet)
+        for packet in s.encode():
+            container.mux(packet)
+    container.close()
+    return str(path)
+
+
+@pytest.mark.parametrize("thumb_first", [True, False])
+def test_the_stream_a_player_shows_is_read_not_a_preview_track(tmp_path, thumb_first):
+    path = _two_track_mkv(tmp_path / "two.mkv", thumb_first=thumb_first)
+    r = open_video(path, backend="pyav")
+    assert (r.width, r.height) == (128, 96) and r.duration == pytest.approx(8.0, abs=0.2)
+    got = r.frames_by_index([0, 45, 79], min_pixels=None, max_pixels=None)
+    assert [decode_index(img) for img in got.images] == [0, 45, 79] and got.images.shape[1:3] == (96, 128)
+    other = 0 if thumb_first else 1  # picking the preview track by its index is still possible
+    preview = open_video(path, backend="pyav", stream=other)
+    assert (preview.width, preview.height) == (64, 48) and preview.duration == pytest.approx(2.0, abs=0.2)
+    with pytest.raises(VideoDecodeError, match=r"no video stream with index 7 \(its video streams: \[0, 1\]\)"):
+        open_video(path, backend="pyav", stream=7)
+    with pytest.raises(VideoDecodeError, match="decord cannot choose among its 2 video streams"):
+        open_video(path, backend="decord")
