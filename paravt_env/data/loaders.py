@@ -145,7 +145,13 @@ def load_samples(
         ctx = RowContext(path, f"{path}: {where}")
         if not isinstance(row, dict):
             raise ctx.error(f"expected a JSON object, got {type(row).__name__}")
-        for cand in reader.read(row, ctx):
+        try:
+            candidates = reader.read(row, ctx)
+        except DataFormatError:
+            raise
+        except (TypeError, ValueError) as exc:  # a field the sample refuses (a NaN duration, say): name the row
+            raise ctx.error(str(exc)) from None
+        for cand in candidates:
             found = _find(cand.videos, roots)
             if found is None:
                 missing.append(str(_join(roots[0], cand.videos[0])))
@@ -196,12 +202,18 @@ def _attach_subtitles(cand: Candidate, video: Path, roots: list[Path]) -> None:
 
 
 def _unique_ids(samples: list[VideoQASample]) -> None:
-    seen: dict[str, int] = {}
+    """Repeated ids get ``#2``, ``#3``, ... skipping any id already taken, in the file or by an earlier rename
+    (ids ``a``, ``a#2``, ``a`` become ``a``, ``a#2``, ``a#3``): results and resumes are keyed by id."""
+    taken = {s.id for s in samples}
+    seen: set[str] = set()
     for s in samples:
-        n = seen.get(s.id, 0) + 1
-        seen[s.id] = n
-        if n > 1:
-            s.id = f"{s.id}#{n}"
+        if s.id in seen:
+            n, base = 2, s.id
+            while f"{base}#{n}" in taken:
+                n += 1
+            s.id = f"{base}#{n}"
+            taken.add(s.id)
+        seen.add(s.id)
 
 
 __all__ = ["FORMATS", "DataFormatError", "detect_format", "load_samples", "read_rows"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -18,6 +19,27 @@ class Event:
     end: float
     label: str = ""
     attributes: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.start = seconds(self.start, "event start")
+        self.end = seconds(self.end, "event end")
+        if self.end < self.start:
+            raise ValueError(f"event {self.label!r} ends ({self.end}) before it starts ({self.start})")
+
+
+def seconds(value: Any, what: str, *, positive: bool = False) -> float:
+    """``value`` as a finite time in seconds (>= 0, or > 0 with ``positive``), numeric strings included;
+    anything else is refused naming ``what`` and the value: a NaN or a string would only fail later, in
+    arithmetic far from the row that held it."""
+    if isinstance(value, bool):
+        raise ValueError(f"{what} must be a number of seconds, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{what} must be a number of seconds, got {value!r}") from None
+    if not math.isfinite(x) or x < 0 or (positive and x == 0):
+        raise ValueError(f"{what} must be a finite number of seconds {'> 0' if positive else '>= 0'}, got {value!r}")
+    return x
 
 
 @dataclass
@@ -45,7 +67,12 @@ class VideoQASample:
             )
         self.id = str(self.id)
         self.answer = str(self.answer)
-        self.events = [e if isinstance(e, Event) else Event(**e) for e in self.events]
+        if self.duration is not None:
+            self.duration = seconds(self.duration, f"sample {self.id!r}: field 'duration'", positive=True)
+        try:
+            self.events = [e if isinstance(e, Event) else Event(**e) for e in self.events]
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"sample {self.id!r}: field 'events': {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

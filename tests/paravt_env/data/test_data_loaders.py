@@ -394,3 +394,36 @@ def test_embedded_options_round_trip(options, pick):
     assert letter_of(pick, parsed, ctx) == letter
     if len(options[pick]) > 1:  # (an option whose text is a bare letter is ambiguous by nature)
         assert letter_of(options[pick], parsed, ctx) == letter
+
+
+def test_ids_stay_unique_after_renaming_whatever_the_input(tmp_path):
+    touch(tmp_path, "v.mp4")
+    for given_ids, expected in ((["a", "a#2", "a"], ["a", "a#2", "a#3"]), (["a", "a", "a#2"], ["a", "a#3", "a#2"]),
+                                (["a", "a", "a", "a#3"], ["a", "a#2", "a#4", "a#3"])):  # fmt: skip
+        path = tmp_path / "rows.jsonl"
+        path.write_text("".join(json.dumps({"id": i, "video_path": "v.mp4", "question": "q", "answer": "x"}) + "\n"
+                                for i in given_ids))  # fmt: skip
+        got = ids(load_samples(path))
+        assert got == expected and len(set(got)) == len(given_ids)
+
+
+@pytest.mark.parametrize("duration", [-5, 0, "NaN", float("inf"), "twelve", True, [3]])
+def test_a_bad_duration_is_refused_at_load_naming_file_row_and_field(tmp_path, duration):
+    touch(tmp_path, "v.mp4")
+    path = tmp_path / "rows.jsonl"
+    good = {"id": "ok", "video_path": "v.mp4", "question": "q", "answer": "x", "duration": "12.5"}
+    bad = {"id": "b", "video_path": "v.mp4", "question": "q", "answer": "x", "duration": duration}
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(DataFormatError, match=r"rows.jsonl: line 2: sample 'b': field 'duration' must be a"):
+        load_samples(path)
+    path.write_text(json.dumps(good) + "\n")
+    assert load_samples(path)[0].duration == 12.5
+
+
+def test_bad_event_times_are_refused_at_load(tmp_path):
+    touch(tmp_path, "v.mp4")
+    path = tmp_path / "rows.jsonl"
+    row = {"id": "e", "video_path": "v.mp4", "question": "q", "answer": "x", "events": [{"start": 5, "end": float("nan")}]}
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(DataFormatError, match=r"line 1: sample 'e': field 'events': event end must be a finite"):
+        load_samples(path)
