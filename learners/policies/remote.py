@@ -9,28 +9,41 @@
 - ``SGLangPolicy(base_url)``: sglang's native ``/generate`` with the rendered prompt, ``image_data`` and
   ``return_logprob``, for RL rollouts that need the generated token ids and their log-probabilities.
 
-Both retry connection errors, timeouts and 5xx answers with exponential backoff, and raise an error that
-names the server and quotes what it answered.
+Both retry what may pass (connection errors, timeouts, HTTP 408 / 425 / 429 and 5xx) with exponential
+backoff, honouring ``Retry-After``; give every request one deadline (``timeout``: the whole exchange, not
+each socket read); refuse answers above ``max_response_bytes``; and raise ``ServerError`` naming the server and
+quoting what it answered. The HTTP client is httpx (pooled connections, timeouts per phase).
 """
 
 from __future__ import annotations
 
+import email.utils
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import httpx
+
 from .base import Conversation, Generation, Message
 from .images import to_base64_png, to_data_url
+
+TRANSIENT_STATUS = frozenset({408, 425, 429})
+"""4xx answers that say "later" (request timeout, too early, too many requests), retried like 5xx."""
+
+MAX_RESPONSE_BYTES = 64 * 2**20
+"""Default cap on one answer: a chat completion is kilobytes; a server sending more is broken or hostile."""
+
+MAX_RETRY_AFTER = 60.0
+"""Longest ``Retry-After`` wait honoured, seconds (a server asking for an hour is treated as failing)."""
 
 
 class ServerError(RuntimeError):
     """A policy server failed (after retries); the message names the server and its answer. ``transient``:
-    the server could not be reached or failed (connection, timeout, 5xx): the same request may succeed later,
-    so ``paravt eval`` retries such samples on resume; a rejected request (4xx) is not."""
+    the server could not be reached or asked to be retried (connection, timeout, 408/425/429, 5xx): the same
+    request may succeed later, so ``paravt eval`` retries such samples on resume; a rejected request (other
+    4xx, an answer too large or not UTF-8) is not."""
 
     def __init__(self, message: str, *, transient: bool = False) -> None:
         super().__init__(message)
@@ -41,16 +54,80 @@ def check_reachable(base_url: str, timeout: float = 5.0) -> None:
     """Raise ``ConnectionError`` naming ``base_url`` when nothing answers there (any HTTP answer will do):
     run before an evaluation, so that a server that is not up fails the run at once instead of every sample."""
     try:
-        with urllib.request.urlopen(base_url.rstrip("/") + "/models", timeout=timeout):
-            return
-    except urllib.error.HTTPError:
-        return  # it answered
-    except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise ConnectionError(f"cannot reach the policy server at {base_url} ({reason}): is it running?") from None
+        httpx.get(base_url.rstrip("/") + "/models", timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise ConnectionError(f"cannot reach the policy server at {base_url} ({exc}): is it running?") from None
 
 
-def post_json(url: str, body: dict[str, Any], *, timeout: float, retries: int, backoff: float, api_key: str | None = None) -> dict:
+class _Retry(Exception):
+    def __init__(self, last: str, wait: float | None = None) -> None:
+        self.last, self.wait = last, wait
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds a ``Retry-After`` header asks for (delta-seconds or an HTTP date), None if absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _post_once(url: str, data: bytes, headers: dict[str, str], timeout: float, max_bytes: int) -> dict:
+    """One request under one deadline: each phase's timeout is what is left of it, and the body is read in
+    chunks with the deadline and the size cap checked after each (a server trickling one byte a second
+    cannot hold a request past ``timeout``)."""
+    deadline = time.monotonic() + timeout
+
+    def left() -> float:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Retry(f"no complete answer within the {timeout:g} s deadline")
+        return remaining
+
+    try:
+        with httpx.Client(timeout=httpx.Timeout(left())) as client, \
+                client.stream("POST", url, content=data, headers=headers) as response:  # fmt: skip
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > max_bytes:
+                raise ServerError(f"{url} answered {int(declared)} bytes, above the {max_bytes}-byte cap")
+            body = bytearray()
+            for chunk in response.iter_raw():
+                body += chunk
+                if len(body) > max_bytes:
+                    raise ServerError(f"{url} answered more than {max_bytes} bytes (the cap): refused")
+                left()
+            status = response.status_code
+            wait = retry_after(response.headers.get("retry-after"))
+    except httpx.TimeoutException:
+        raise _Retry(f"no complete answer within the {timeout:g} s deadline") from None
+    except httpx.TransportError as exc:
+        raise _Retry(f"{type(exc).__name__}: {exc}") from None
+    try:
+        text = bytes(body).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ServerError(f"{url} answered bytes that are not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if status >= 400:
+        last = f"HTTP {status}: {text[:300]}"
+        if status in TRANSIENT_STATUS or status >= 500:
+            raise _Retry(last, wait)
+        raise ServerError(f"{url} rejected the request ({last})", transient=False)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _Retry(f"an answer that is not JSON ({exc.msg}): {text[:120]!r}") from None
+
+
+def post_json(url: str, body: dict[str, Any], *, timeout: float, retries: int, backoff: float, api_key: str | None = None,
+              max_bytes: int = MAX_RESPONSE_BYTES) -> dict:  # fmt: skip
+    """POST ``body`` as JSON and return the JSON answer; ``timeout`` bounds each attempt as a whole."""
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -58,19 +135,15 @@ def post_json(url: str, body: dict[str, Any], *, timeout: float, retries: int, b
     last = ""
     for attempt in range(retries + 1):
         try:
-            request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                return json.loads(response.read().decode("utf-8"))
-        except urllib.error.HTTPError as exc:
-            answer = exc.read().decode("utf-8", errors="replace")[:300]
-            last = f"HTTP {exc.code}: {answer}"
-            if exc.code < 500:  # the request is wrong: retrying will not help
-                raise ServerError(f"{url} rejected the request ({last})", transient=False) from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError, json.JSONDecodeError) as exc:
-            last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+            return _post_once(url, data, headers, timeout, max_bytes)
+        except _Retry as exc:
+            last = exc.last
+            wait = backoff * 2**attempt if exc.wait is None else exc.wait
         if attempt < retries:
-            time.sleep(backoff * 2**attempt)
-    raise ServerError(f"{url} failed after {retries + 1} attempts (last: {last})", transient=True)
+            if wait > MAX_RETRY_AFTER:
+                break
+            time.sleep(wait)
+    raise ServerError(f"{url} failed after {attempt + 1} attempts (last: {last})", transient=True)
 
 
 def openai_messages(conversation: Conversation, image_format: str = "png") -> list[dict[str, Any]]:
