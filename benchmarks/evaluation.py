@@ -314,6 +314,7 @@ def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurren
     local = threading.local()
     envs: list[VideoToolEnv] = []
     envs_lock = threading.Lock()
+    write_failed = threading.Event()  # a full disk: no later episode could be kept, so none is run
 
     def env_for_thread() -> VideoToolEnv:
         if getattr(local, "env", None) is None:
@@ -322,7 +323,9 @@ def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurren
                 envs.append(local.env)
         return local.env
 
-    def run_one(sample: VideoQASample) -> dict[str, Any]:
+    def run_one(sample: VideoQASample) -> dict[str, Any] | None:
+        if write_failed.is_set():
+            return None
         t0 = time.perf_counter()
         try:
             ep = play_episode(env_for_thread(), make_agent(), options={"sample": sample})
@@ -345,7 +348,11 @@ def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurren
                 wall_s=time.perf_counter() - t0, error=f"{type(exc).__name__}: {exc}", transient=is_transient(exc),
             )  # fmt: skip
         data = asdict(row)
-        writer.write(data)
+        try:
+            writer.write(data)
+        except OSError:
+            write_failed.set()
+            raise
         return data
 
     bar = None
@@ -359,7 +366,18 @@ def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurren
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             futures = [pool.submit(run_one, s) for s in todo]
             for fut in as_completed(futures):
-                row = fut.result()
+                try:
+                    row = fut.result()
+                except OSError as exc:
+                    for f in futures:
+                        f.cancel()
+                    reason = "the disk is full" if storage.is_disk_full(exc) else str(exc)
+                    kept = len(read_results(out / RESULTS))
+                    raise OSError(exc.errno, f"could not write {out / RESULTS} ({reason}): the evaluation stopped; "
+                                             f"its {kept} results are intact, rerun with the same --out to resume "
+                                             "from them") from exc  # fmt: skip
+                if row is None:
+                    continue
                 scores.append(row["score"])
                 errors += 1 if row["error"] else 0
                 if bar is not None:

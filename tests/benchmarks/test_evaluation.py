@@ -178,3 +178,33 @@ def test_missing_videos_count_in_n_and_a_dead_server_fails_at_once(synth_small, 
     err = capsys.readouterr().err
     assert "cannot reach the policy server at http://127.0.0.1:9/v1" in err and "Traceback" not in err
     assert not (tmp_path / "srv" / "results.jsonl").exists()
+
+
+def test_a_full_disk_stops_the_evaluation_at_once_with_its_results_intact(synth_small, tmp_path, monkeypatch):
+    import errno
+
+    from benchmarks import evaluation
+
+    _, samples = synth_small
+    assert len(samples) >= 4
+    real_write, writes, agents = evaluation.ResultsWriter.write, [], []
+
+    def write(self, row):
+        writes.append(row["id"])
+        if len(writes) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_write(self, row)
+
+    def make_agent():
+        agents.append(1)
+        return make_baseline("detector")
+
+    monkeypatch.setattr(evaluation.ResultsWriter, "write", write)
+    out = tmp_path / "ev"
+    with pytest.raises(OSError, match=r"the disk is full\): the evaluation stopped; its 2 results are intact"):
+        evaluate(samples, make_agent, out, EvalOptions(frame_budget=8), progress=False)
+    assert len(agents) == 3  # no episode ran after the failed write
+    assert len(read_results(out / "results.jsonl")) == 2
+    monkeypatch.setattr(evaluation.ResultsWriter, "write", real_write)
+    summary = evaluate(samples, make_agent, out, EvalOptions(frame_budget=8), progress=False)
+    assert summary["n"] == len(samples) and len(agents) == 3 + len(samples) - 2
