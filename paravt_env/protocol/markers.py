@@ -24,3 +24,9 @@ def frames_block(timestamps: Iterable[float]) -> str:
 
 def count_placeholders(text: str) -> int:
     return text.count(IMAGE_PLACEHOLDER)
+
+
+def escape_placeholders(text: object) -> str:
+    """Text that quotes a model (errors, notes, sub-agent summaries) with its placeholders defused: such text
+    must never forge a frame, so that an observation's placeholders always match its frames."""
+    return str(text).replace(IMAGE_PLACEHOLDER, "[image]")

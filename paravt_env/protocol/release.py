@@ -36,6 +36,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .markers import escape_placeholders
+
 RELEASE_PROMPT_MODES = ("direct", "reasoning", "agentic_general", "agentic_minimal")
 """The release's prompt modes with a prompt in its tree (its three baseline-specific modes are stubs)."""
 
@@ -237,7 +239,9 @@ def release_subagent_prompt(start: float, end: float) -> str:
 
 
 def rl_tool_response(summary: str) -> str:
-    return f"<tool_response>\n{summary}\n</tool_response>"
+    """The release's tool message around a sub-agent's summary; a placeholder the summary writes is defused
+    (in the release it is plain text; here it would stand for a frame that is not there)."""
+    return f"<tool_response>\n{escape_placeholders(summary)}\n</tool_response>"
 
 
 RL_CROP_FAILED = "[Error: crop_video failed]"
@@ -265,11 +269,13 @@ _KWARG_SPLIT_RE = re.compile(r",\s*(?=[a-zA-Z_]+\s*=)")
 
 
 def release_time(value: Any) -> float:
-    """Seconds the release's way: numbers and numeric strings, ``MM:SS`` / ``HH:MM:SS``; anything else 0.0."""
-    if isinstance(value, (int, float)):
-        return float(value)
+    """Seconds the release's way: numbers and numeric strings, ``MM:SS`` / ``HH:MM:SS``; anything else 0.0.
+    An integer beyond a float's range (JSON allows 400 digits) is the ``ReleaseCallError`` Python's own
+    ``float()`` would make of it in the driver, never an exception out of ``step``."""
     try:
         return float(value)
+    except OverflowError:
+        raise ReleaseCallError(f"a crop time of {len(str(value))} digits is beyond a float's range") from None
     except (TypeError, ValueError):
         pass
     if isinstance(value, str) and ":" in value:

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from ..protocol.markers import IMAGE_PLACEHOLDER, frames_block
+from ..protocol.markers import escape_placeholders, frames_block
 from ..video import Frames
 from .crop import CropResult
 from .dispatch import TurnToolReport
 
-
-def _echo(text: object) -> str:
-    """Text that quotes the model (errors, notes, sub-agent summaries) must not forge a frame placeholder:
-    the number of placeholders in an observation always equals its number of frames."""
-    return str(text).replace(IMAGE_PLACEHOLDER, "[image]")
+_echo = escape_placeholders
 
 
 def _describe(result: CropResult, tool_result: str) -> str:

@@ -5,45 +5,23 @@ from __future__ import annotations
 
 import builtins
 import json
-import math
 import os
-import random
-import string
-import time
 
 import av
 import numpy as np
 import pytest
 
 import paravt_env.env as env_module
+from benchmarks.env_fuzz import MODES, check_step, fuzz_env, run_fuzz
 from paravt_env import EnvConfig, VideoToolEnv
 from paravt_env.protocol import count_placeholders
 from paravt_env.video import open_video, sample_window
 
-STEP_KEYS = {"turn", "frame_budget", "tool_calls", "parse_problems", "timing", "action_truncated"}
-FINAL_KEYS = {"reward_breakdown", "prediction", "ground_truth", "executed_tool_calls"}
 IGNORED = "ignored: crops always read the current video"
 
 
 def call(**arguments) -> str:
     return "<tool_call>" + json.dumps({"name": "crop_video", "arguments": arguments}) + "</tool_call>"
-
-
-def check_step(env: VideoToolEnv, result) -> None:
-    """The invariants of every transition, whatever the action."""
-    obs, reward, term, trunc, info = result
-    assert env.observation_space.contains(obs)
-    assert len(obs["frames"]) == len(obs["timestamps"]) == count_placeholders(obs["text"])
-    assert np.all(obs["timestamps"] >= 0) and np.all(obs["timestamps"] <= env.sample.duration + 1e-6)
-    assert isinstance(reward, float) and math.isfinite(reward)
-    assert isinstance(term, bool) and isinstance(trunc, bool) and not (term and trunc)
-    assert set(info) >= STEP_KEYS
-    assert set(info["tool_calls"]) == {"requested", "executed", "rejected", "failed"}
-    if term or trunc:
-        assert set(info) >= FINAL_KEYS and reward == info["reward_breakdown"]["total"]
-        assert all(math.isfinite(v) for v in info["reward_breakdown"].values())
-    else:
-        assert reward == 0.0 and not FINAL_KEYS & set(info)
 
 
 @pytest.fixture
@@ -269,89 +247,16 @@ def test_a_subagent_summary_cannot_forge_frame_placeholders(env_samples):
     assert count_placeholders(obs["text"]) == 0 == len(obs["frames"])
 
 
-# --- fuzz -----------------------------------------------------------------------------------------------
-TAGS = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_code>", "</tool_code>", "<answer>", "</answer>",
-        "<tool_response>", "</tool_response>", "<image>", "<|im_end|>", "<|im_start|>", "```json\n", "```",
-        "{", "}", "[", "]", '"name"', '"crop_video"', '"arguments"', '"start_time"', '"end_time"', ":", ",",
-        "crop_video(", ")", "B", "12.5", "NaN", "Infinity", "\n"]  # fmt: skip
-TIMES = [0, 0.2, 1, 2, 3.5, 4, 7.5, 12, 20, 33, 47.5, 60, 85, -5, -0.0, 1e9, -1e9, 1e308, 1e-300, 10**30,
-         float("nan"), float("inf"), float("-inf"), "nan", "inf", "01:05", "0:00:12.5", "12s", "x", "", None,
-         True, [], {}, [1, 2]]  # fmt: skip
-NAMES = ["crop_video"] * 6 + ["zoom", "", "<image>", "crop_video\x00", "CROP_VIDEO"]
-START_KEYS = ["start_time"] * 4 + ["start", "begin", "from", "start_sec", "stat_time"]
-END_KEYS = ["end_time"] * 4 + ["end", "stop", "to", "end_sec", "ned_time"]
-
-
-def _rand_text(rng: random.Random, n: int) -> str:
-    return "".join(rng.choice(string.printable) for _ in range(n))
-
-
-def _rand_unicode(rng: random.Random, n: int) -> str:
-    return "".join(chr(rng.randrange(0, 0x110000)) for _ in range(n))
-
-
-def _rand_call(rng: random.Random) -> str:
-    a, b = rng.choice(TIMES), rng.choice(TIMES)
-    if rng.random() < 0.4 and isinstance(a, (int, float)) and not isinstance(a, bool) and math.isfinite(a):
-        b = a + rng.choice([0.5, 1, 2, 4, 8])  # mostly valid windows, so the crop path runs often
-    form = rng.randrange(4)
-    if form < 2:
-        arguments = {rng.choice(START_KEYS): a, rng.choice(END_KEYS): b}
-        if rng.random() < 0.2:
-            arguments["video_path"] = rng.choice(["/etc/passwd", "../../v.mp4", "<image>", 7])
-        body = json.dumps({"name": rng.choice(NAMES), "arguments": arguments})
-        if form == 1:
-            body = rng.choice([body[: rng.randrange(len(body) + 1)], f"[{body}, {body}]", f"```json\n{body}\n```",
-                               body.replace('"arguments"', '"parameters"'), "junk " + body + " junk"])  # fmt: skip
-        return f"<tool_call>{body}</tool_call>"
-    args = f"{a!r}, {b!r}" if form == 2 else f"'/x.mp4', {a!r}, {b!r}"
-    if rng.random() < 0.2:
-        args = f"start_time={a!r}, end_time={b!r}"
-    return f"<tool_code>{rng.choice(['', 'print('])}crop_video({args}){rng.choice(['', ')', chr(39)])}</tool_code>"
-
-
-def _fuzz_action(rng: random.Random, env: VideoToolEnv):
-    kind = rng.randrange(10)
-    if kind == 0:
-        return env.action_space.sample()
-    if kind == 1:
-        return _rand_text(rng, rng.randrange(300))
-    if kind == 2:
-        return _rand_unicode(rng, rng.randrange(120))
-    if kind == 3:
-        return "".join(rng.choice(TAGS) for _ in range(rng.randrange(40)))
-    if kind == 4:  # odd types and sizes
-        return rng.choice([None, b"\xff<answer>A</answer>", 3.14, "", "x" * 40_000 + "<answer>A</answer>",
-                           "<think>" * 2000, "{" * 5000, "<tool_code>" + "(" * 300 + "</tool_code>"])  # fmt: skip
-    calls = "".join(_rand_call(rng) for _ in range(rng.randrange(1, 9)))
-    think = rng.choice(["<think>fuzz</think>", "<think>" + _rand_text(rng, 20), "", "</think>"])
-    tail = rng.choice(["", "", "", "<answer>B</answer>", "<answer>", "</think>", "<answer>[3, 9]</answer>"])
-    return think + calls + tail
-
-
-def test_fuzz_1500_actions_never_raise(env_samples):
-    rng = random.Random(20240611)
-    env = VideoToolEnv(env_samples, EnvConfig(frame_budget=4, crop_max_frames=4, max_turns=3))
-    env.action_space.seed(99)
-    executed = episodes = truncated = 0
-    t0 = time.perf_counter()
-    env.reset(seed=0)
-    done = False
-    for _ in range(1500):
-        if done:
-            env.reset()
-        result = env.step(_fuzz_action(rng, env))
-        check_step(env, result)
-        _, _, term, trunc, info = result
-        executed += info["tool_calls"]["executed"]
-        done = term or trunc
-        episodes += done
-        truncated += trunc
+@pytest.mark.parametrize("mode", list(MODES))
+def test_fuzz_actions_never_raise_under_every_protocol_and_mode(env_samples, mode):
+    env = fuzz_env(env_samples, mode)
+    counts = run_fuzz(env, 400, seed=20240611)
     env.close()
-    # The fuzz reached every path: crops ran, episodes ended both ways.
-    print(f"fuzz: {executed} crops executed, {episodes} episodes ({truncated} truncated)")
-    assert executed > 150 and episodes > 300 and truncated > 20
-    assert time.perf_counter() - t0 < 120
+    # The fuzz reached every path: crops ran, episodes ended (with frames, both ways: in the other modes a turn
+    # cap ends the episode as terminated, the release forcing an answer)
+    print(f"fuzz {mode}: {counts}")
+    assert counts["crops_executed"] > 30 and counts["episodes"] > 60
+    assert counts["truncated"] > 3 or mode != "paravt-frames"
 
 
 def test_freed_decode_memory_is_handed_back_periodically(env_samples, monkeypatch):
@@ -420,4 +325,18 @@ def test_a_video_replaced_on_disk_is_reopened_and_never_mixed_into_an_episode(en
     assert f"lasts {b.duration:.1f} seconds" in obs["text"]
     result = env.step(call(start_time=0, end_time=10))
     assert result[4]["tool_calls"]["executed"] == 1 and len(result[0]["frames"]) > 0
+    env.close()
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_a_400_digit_crop_time_is_feedback_under_every_protocol(env_samples, mode):
+    env = fuzz_env(env_samples, mode)
+    env.reset(options={"index": 0})
+    huge = "9" * 400
+    for action in (f'<tool_call>{{"name": "crop_video", "arguments": {{"start_time": {huge}, "end_time": 5}}}}</tool_call>',
+                   f"<tool_code>crop_video(start_time={huge}, end_time={huge}1)</tool_code>"):  # fmt: skip
+        env.reset(options={"index": 0})
+        result = env.step(action)
+        check_step(env, result)
+        assert result[4]["tool_calls"]["requested"] <= 1
     env.close()
