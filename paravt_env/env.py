@@ -376,6 +376,11 @@ class VideoToolEnv(gym.Env[dict, str]):
             if len(self._readers) >= 16:  # keep a few readers (GRPO groups revisit videos), not all of them
                 self._readers.pop(next(iter(self._readers))).close()
             self._readers[sample.video_path] = reader
+        # Readers of other videos are kept for their index (a revisit skips the scan), not their decoders:
+        # 16 envs x 16 readers x a handle per parallel crop held 0.5-1 GB in a 60-step RL run.
+        for other in self._readers.values():
+            if other is not reader:
+                other.release_handles()
         return reader
 
     def _user_prompt(self, sample: VideoQASample, reader: VideoReader, overview: Frames) -> str:

@@ -187,6 +187,14 @@ class VideoReader:
                 return
         handle.close()
 
+    def release_handles(self) -> None:
+        """Close the idle decoder handles (about 1 MB each) and keep the index: the reader stays usable and
+        opens a handle again when it next decodes. For readers kept between episodes that are not in use."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for handle in idle:
+            handle.close()
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

@@ -340,3 +340,18 @@ def test_a_400_digit_crop_time_is_feedback_under_every_protocol(env_samples, mod
         check_step(env, result)
         assert result[4]["tool_calls"]["requested"] <= 1
     env.close()
+
+
+def test_readers_of_other_videos_keep_their_index_but_not_their_decoders(env_samples):
+    env = VideoToolEnv(env_samples, EnvConfig(frame_budget=4, crop_max_frames=4))
+    for i in range(len(env_samples)):
+        env.reset(options={"index": i})
+        env.step(call(start_time=0, end_time=8) + call(start_time=8, end_time=16) + call(start_time=16, end_time=24))
+    current = env._readers[env_samples[-1].video_path]
+    others = [r for r in env._readers.values() if r is not current]
+    assert len(others) == len(env_samples) - 1 and current._idle
+    assert all(not r._idle for r in others)  # idle decoders closed, about 1 MB each
+    env.reset(options={"index": 0})  # a revisit decodes again from the kept index
+    _, _, _, _, info = env.step(call(start_time=0, end_time=8))
+    assert info["tool_calls"]["executed"] == 1
+    env.close()
