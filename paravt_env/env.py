@@ -35,6 +35,7 @@ from .timing import StepTiming
 from .tools import CropSettings, render_tool_responses, run_tool_calls
 from .video import Frames, VideoDecodeError, VideoReader, open_video, sample_overview
 from .video.qwen_frames import VIDEO_MAX_PIXELS, release_overview, release_rl_overview
+from .video.resize import target_size
 
 logger = logging.getLogger(__name__)
 
@@ -343,6 +344,13 @@ class VideoToolEnv(gym.Env[dict, str]):
         else:
             k = cfg.frame_budget
         reader = self._open(sample)
+        try:  # a frame shape Qwen-VL cannot take (an aspect ratio above 200, say) makes the video unusable
+            target_size(reader.height, reader.width, cfg.min_pixels, cfg.max_pixels)
+        except ValueError as exc:
+            self._readers.pop(sample.video_path, None)
+            reader.close()
+            raise VideoDecodeError(sample.video_path, f"its {reader.width}x{reader.height} frames cannot be resized "
+                                                      f"for the model ({exc})") from None  # fmt: skip
         t_dec = time.perf_counter()
         if cfg.protocol == "release" and cfg.tool_result == "subagent":
             try:

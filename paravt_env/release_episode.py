@@ -23,6 +23,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .data.release_questions import release_fields, release_question
@@ -94,7 +95,7 @@ class ReleaseEpisode:
         question = release_question(self.sample, self.mode, subtitles=self.subtitles)
         text = user_question(question, self.sample.video_path, self.mode)
         if self.video_channel == "video_url":  # the server samples the video itself
-            url = f"file://{os.path.abspath(self.sample.video_path)}"
+            url = Path(os.path.abspath(self.sample.video_path)).as_uri()  # percent-encoded: '#', '?', spaces
             return system, text, [message("system", system), message("user", text, video_url=url)]
         user = IMAGE_PLACEHOLDER * len(overview) + text
         return system, user, [message("system", system), message("user", user, len(overview), parts=True)]

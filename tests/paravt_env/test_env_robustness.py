@@ -355,3 +355,44 @@ def test_readers_of_other_videos_keep_their_index_but_not_their_decoders(env_sam
     _, _, _, _, info = env.step(call(start_time=0, end_time=8))
     assert info["tool_calls"]["executed"] == 1
     env.close()
+
+
+def test_a_video_path_with_url_characters_survives_the_video_url_channel(env_samples, tmp_path):
+    import dataclasses
+    import shutil
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+
+    path = tmp_path / "clip #1 ?v=2 100%.mp4"
+    shutil.copy(env_samples[0].video_path, path)
+    sample = dataclasses.replace(env_samples[0], video_path=str(path))
+    env = VideoToolEnv([sample], EnvConfig(protocol="release", video_channel="video_url", prompt_mode="agentic_minimal"))
+    _, info = env.reset(options={"index": 0})
+    [url] = [m["video_url"] for m in info["messages"] if m.get("video_url")]
+    parsed = urlparse(url)
+    assert parsed.scheme == "file" and not parsed.fragment and not parsed.query
+    assert url2pathname(parsed.path) == str(path)
+    env.close()
+
+
+def test_a_random_reset_skips_a_video_the_model_cannot_take_a_named_one_raises(env_samples, tmp_path):
+    from paravt_env.data.synthetic import make_index_video
+    from paravt_env.video import VideoDecodeError
+
+    thin = make_index_video(tmp_path / "thin.mp4", 10, fps=5, gop=5, size=(16, 4000))  # aspect ratio 250
+    bad = dataclasses_replace(env_samples[0], id="thin", video_path=str(thin))
+    env = VideoToolEnv([bad, *env_samples[1:3]], EnvConfig(frame_budget=4))
+    with pytest.warns(UserWarning, match=r"skipping sample 'thin'.*4000x16 frames cannot be resized"):
+        for seed in range(40):  # the random start lands on the thin video about a third of the time
+            _, info = env.reset(seed=seed)
+            assert info["sample_id"] != "thin"
+    assert env.skipped_samples > 0
+    with pytest.raises(VideoDecodeError, match="thin.mp4.*aspect ratio"):
+        env.reset(options={"index": 0})
+    env.close()
+
+
+def dataclasses_replace(sample, **changes):
+    import dataclasses
+
+    return dataclasses.replace(sample, **changes)
