@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
 
 from .agents import ScriptedAgent
@@ -29,6 +29,13 @@ class EpisodeResult:
     actions: list[str] = field(default_factory=list, repr=False)
     final_info: dict[str, Any] = field(default_factory=dict, repr=False)
     """The last step's info (the release protocol's ``final_response`` and ``error`` are there)."""
+    duration: float | None = None
+    """The video's length in seconds, as the env read it."""
+    overview: list[float] = field(default_factory=list, repr=False)
+    """Timestamps of the overview frames shown at reset."""
+    steps: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    """Per turn: ``text`` (the action), ``crops`` (the env's ``info["crops"]``), ``frames`` (timestamps of the
+    frames the observation after it carried), ``parse_problems`` and ``timing`` (seconds)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -40,6 +47,9 @@ def play_episode(
     """Reset ``env`` (a ``VideoToolEnv`` or a gymnasium wrapper of one), let ``agent`` play to the end."""
     t0 = time.perf_counter()
     obs, info = env.reset(seed=seed, options=options)
+    overview = [round(float(t), 3) for t in obs["timestamps"]]
+    base_info_duration = info.get("duration")
+    steps: list[dict[str, Any]] = []
     base = env.unwrapped
     sample = base.sample
     agent.reset(obs, info, sample)
@@ -52,6 +62,11 @@ def play_episode(
         action = agent.act(obs, info) if reads_info else agent.act(obs)
         actions.append(action)
         obs, reward, terminated, truncated, info = env.step(action)
+        timing = info.get("timing")
+        steps.append({"text": action if isinstance(action, str) else repr(action), "crops": list(info.get("crops", [])),
+                      "frames": [round(float(t), 3) for t in obs["timestamps"]],
+                      "parse_problems": list(info.get("parse_problems", [])),
+                      "timing": asdict(timing) if is_dataclass(timing) else {}})  # fmt: skip
         turns += 1
         requested += info["tool_calls"]["requested"]
         executed += info["tool_calls"]["executed"]
@@ -71,4 +86,7 @@ def play_episode(
         truncated=truncated,
         actions=actions,
         final_info={k: v for k, v in info.items() if k in ("final_response", "error", "messages")},
+        duration=base_info_duration,
+        overview=overview,
+        steps=steps,
     )

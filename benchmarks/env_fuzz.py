@@ -16,7 +16,7 @@ import numpy as np
 from paravt_env import EnvConfig, VideoToolEnv
 from paravt_env.protocol import count_placeholders
 
-STEP_KEYS = {"turn", "frame_budget", "tool_calls", "parse_problems", "timing", "action_truncated"}
+STEP_KEYS = {"turn", "frame_budget", "tool_calls", "crops", "parse_problems", "timing", "action_truncated"}
 FINAL_KEYS = {"reward_breakdown", "prediction", "ground_truth", "executed_tool_calls"}
 
 MODES = {
@@ -50,6 +50,7 @@ def check_step(env: VideoToolEnv, result) -> None:
     assert isinstance(term, bool) and isinstance(trunc, bool) and not (term and trunc)
     assert set(info) >= STEP_KEYS
     assert set(info["tool_calls"]) == {"requested", "executed", "rejected", "failed"}
+    assert all(c["frames"] == len(c["timestamps"]) and c["status"] in ("executed", "rejected", "failed") for c in info["crops"])
     if term or trunc:
         assert set(info) >= FINAL_KEYS and reward == info["reward_breakdown"]["total"]
         assert all(math.isfinite(v) for v in info["reward_breakdown"].values())

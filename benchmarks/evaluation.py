@@ -30,6 +30,8 @@ from paravt_env import EnvConfig, VideoQASample, VideoToolEnv, storage
 from paravt_env.rewards import mcq_accuracy, normalize_text, temporal_iou
 from paravt_env.storage import OutputLocked  # noqa: F401 - re-exported: callers catch it from here
 
+from .records import episode_record
+
 RESULTS = "results.jsonl"
 CONFIG = "eval_config.json"
 DURATION_BUCKETS = (
@@ -216,6 +218,9 @@ class SampleResult:
     transient: bool = False
     """The error may not recur (server unreachable, timeout, 5xx): a resumed run retries the sample."""
     extra: dict[str, Any] = field(default_factory=dict)
+    episode: dict[str, Any] | None = None
+    """What the agent did (``benchmarks.records``, schema ``paravt-episode/1``); rows written before records
+    existed have none and still resume."""
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
@@ -341,6 +346,8 @@ def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurren
                 prediction=prediction, answer=answer, score=score, correct=correct, reward=ep.reward,
                 tool_calls=ep.tool_calls, turns=ep.turns, frame_budget=ep.frame_budget,
                 wall_s=time.perf_counter() - t0, error=ep.final_info.get("error"), extra=extra,
+                episode=episode_record(sample, ep, prediction=prediction, score=score, correct=correct,
+                                       truth_span=grounding_span(sample.answer) if sample.question_type == "tvg" else None),
             )  # fmt: skip
         except Exception as exc:  # one sample's failure is recorded and counted, never fatal
             row = SampleResult(

@@ -10,6 +10,7 @@ raise: malformed output becomes feedback and is scored.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 import warnings
@@ -213,6 +214,8 @@ class VideoToolEnv(gym.Env[dict, str]):
         last_turn = turn >= cfg.max_turns
 
         counts = {"requested": len(calls), "executed": 0, "rejected": 0, "failed": 0}
+        crops = [_call_record(i, c, "rejected", "calls beside an answer or on the last turn never run")
+                 for i, c in enumerate(calls)]  # fmt: skip
         timing = StepTiming()
         feedback, frames = "", Frames.empty()
         terminated = truncated = False
@@ -238,6 +241,7 @@ class VideoToolEnv(gym.Env[dict, str]):
             )
             for status in ("executed", "rejected", "failed"):
                 counts[status] = report.count(status)
+            crops = [_crop_record(r, calls[r.call_index]) for r in report.results]
             self._executed_calls += counts["executed"]
             feedback, frames = render_tool_responses(report, cfg.tool_result)
             feedback = "\n".join([*notes, feedback, self._turn_prompt(turn)])
@@ -248,6 +252,7 @@ class VideoToolEnv(gym.Env[dict, str]):
             "turn": turn,
             "frame_budget": self.frame_budget,
             "tool_calls": counts,
+            "crops": crops,
             "parse_problems": list(parsed.problems),
             "action_truncated": bool(notes),
         }
@@ -279,6 +284,7 @@ class VideoToolEnv(gym.Env[dict, str]):
             # Every dispatched call counts as executed, as the release's ``tool_calls`` does; crops that
             # yielded no frame are also counted in ``failed``.
             "tool_calls": {"requested": out.requested, "executed": out.executed, "rejected": 0, "failed": out.failed},
+            "crops": out.crops,
             "parse_problems": [],
             "action_truncated": False,
             "messages": out.messages,
@@ -494,3 +500,28 @@ class VideoToolEnv(gym.Env[dict, str]):
             reader.close()
         self._readers.clear()
         super().close()
+
+
+def _seconds_or_none(value: Any) -> float | None:
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _call_record(index: int, call: Any, status: str, error: str | None = None) -> dict[str, Any]:
+    """One entry of ``info["crops"]`` for a call that did not run."""
+    return {"call": index, "start": _seconds_or_none(getattr(call, "start_time", None)),
+            "end": _seconds_or_none(getattr(call, "end_time", None)), "status": status, "frames": 0,
+            "timestamps": [], "error": error}  # fmt: skip
+
+
+def _crop_record(result: Any, call: Any) -> dict[str, Any]:
+    """One entry of ``info["crops"]``: the window as run (clamped) or as asked, its outcome and frame times."""
+    record = _call_record(result.call_index, call, result.status, result.error)
+    if result.request is not None:
+        record["start"], record["end"] = float(result.request.start), float(result.request.end)
+    record["frames"] = len(result.frames)
+    record["timestamps"] = [round(float(t), 3) for t in result.frames.timestamps]
+    return record
