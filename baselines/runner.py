@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any
@@ -31,6 +32,8 @@ class EpisodeResult:
     """The last step's info (the release protocol's ``final_response`` and ``error`` are there)."""
     duration: float | None = None
     """The video's length in seconds, as the env read it."""
+    system_prompt_sha: str | None = None
+    """A hash of the system prompt shown (what two runs must share to be comparable)."""
     overview: list[float] = field(default_factory=list, repr=False)
     """Timestamps of the overview frames shown at reset."""
     steps: list[dict[str, Any]] = field(default_factory=list, repr=False)
@@ -49,6 +52,8 @@ def play_episode(
     obs, info = env.reset(seed=seed, options=options)
     overview = [round(float(t), 3) for t in obs["timestamps"]]
     base_info_duration = info.get("duration")
+    prompt = info.get("system_prompt")
+    prompt_sha = hashlib.sha256(prompt.encode()).hexdigest()[:16] if isinstance(prompt, str) else None
     steps: list[dict[str, Any]] = []
     base = env.unwrapped
     sample = base.sample
@@ -87,6 +92,7 @@ def play_episode(
         actions=actions,
         final_info={k: v for k, v in info.items() if k in ("final_response", "error", "messages")},
         duration=base_info_duration,
+        system_prompt_sha=prompt_sha,
         overview=overview,
         steps=steps,
     )

@@ -30,6 +30,7 @@ from paravt_env import EnvConfig, VideoQASample, VideoToolEnv, storage
 from paravt_env.rewards import mcq_accuracy, normalize_text, temporal_iou
 from paravt_env.storage import OutputLocked  # noqa: F401 - re-exported: callers catch it from here
 
+from .fingerprint import fingerprint, policy_settings
 from .records import episode_record
 
 RESULTS = "results.jsonl"
@@ -320,6 +321,7 @@ def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurren
     envs: list[VideoToolEnv] = []
     envs_lock = threading.Lock()
     write_failed = threading.Event()  # a full disk: no later episode could be kept, so none is run
+    settings: dict[str, Any] = {}  # the policy's sampling settings, read off the first agent (fingerprint)
 
     def env_for_thread() -> VideoToolEnv:
         if getattr(local, "env", None) is None:
@@ -333,7 +335,10 @@ def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurren
             return None
         t0 = time.perf_counter()
         try:
-            ep = play_episode(env_for_thread(), make_agent(), options={"sample": sample})
+            agent = make_agent()
+            if not settings:
+                settings.update(policy_settings(agent))
+            ep = play_episode(env_for_thread(), agent, options={"sample": sample})
             if options.protocol == "release":
                 score, prediction, answer, correct, extra = release_result(sample, ep.final_info)
             else:
@@ -399,6 +404,11 @@ def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurren
     wanted = {s.id for s in samples}
     rows = [r for r in read_results(out / RESULTS) if r["id"] in wanted]
     summary = summarize(rows)
+    if not settings and (out / "summary.json").is_file():  # nothing ran now: keep what the first run read
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            settings.update(json.loads((out / "summary.json").read_text())["fingerprint"]["sampling"])
+    config = json.loads((out / CONFIG).read_text())
+    summary["fingerprint"] = fingerprint(config, rows, settings)
     write_report(summary, out)
     return summary
 

@@ -4,7 +4,7 @@ and drawn by ``paravt view``.
 Schema ``paravt-episode/1`` (a JSON object; times in seconds of the video; non-finite numbers become null):
 
 - ``schema``, ``sample_id``, ``video`` (path), ``duration``, ``question``, ``question_type``, ``answer``,
-  ``prediction``, ``score``, ``correct``, ``frame_budget`` (K), ``wall_s``;
+  ``prediction``, ``score``, ``correct``, ``frame_budget`` (K), ``wall_s``, ``system_prompt_sha``;
 - ``overview``: timestamps of the K overview frames shown at reset;
 - ``events``: the true event windows ``{start, end, label}`` (synthetic and annotated data; empty otherwise);
   ``truth_span``: ``[start, end]`` of a grounding answer (``tvg``), else null;
@@ -43,6 +43,7 @@ def episode_record(sample: Any, episode: Any, *, prediction: str, score: float, 
         "question": sample.question_with_options(), "question_type": sample.question_type, "answer": sample.answer,
         "prediction": prediction, "score": float(score), "correct": bool(correct),
         "frame_budget": episode.frame_budget, "wall_s": round(episode.wall_s, 4),
+        "system_prompt_sha": episode.system_prompt_sha,
         "overview": list(episode.overview),
         "events": [{"start": float(e.start), "end": float(e.end), "label": e.label} for e in sample.events],
         "truth_span": list(truth_span) if truth_span else None,

@@ -2,6 +2,7 @@
 
 paravt eval --policy detector --data runs/synth --out runs/eval_detector [--dispatch sequential] ...
 paravt eval compare runs/eval_parallel runs/eval_sequential
+paravt eval diff runs/eval_k64 runs/eval_k32      # what differs between two runs, and on which samples
 paravt eval suite --data-root $HF_HOME --policy openai:http://localhost:8000/v1#ParaVT-8B --protocol release --out runs/t1
 """
 
@@ -16,8 +17,9 @@ from paravt_env.protocol.prompts import PROMPT_MODES
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument(
-        "compare_dirs", nargs="*", metavar="compare DIR | suite",
-        help="'compare DIR1 DIR2 ...': side-by-side table; 'suite': the paper's seven columns from --data-root",
+        "compare_dirs", nargs="*", metavar="compare DIR | diff A B | suite",
+        help="'compare DIR1 DIR2 ...': side-by-side table; 'diff A B': what differs between two runs and on which "
+             "samples; 'suite': the paper's seven columns from --data-root",
     )
     p.add_argument("--data-root", help="suite: the folder laid out as the released driver's $HF_HOME")
     p.add_argument("--columns", default=None, help="suite: comma-separated subset of the columns (default: all)")
@@ -77,9 +79,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.compare_dirs == ["suite"]:
         return run_suite_command(args)
+    if args.compare_dirs[:1] == ["diff"]:
+        if len(args.compare_dirs) != 3:
+            raise ValueError("usage: paravt eval diff DIR_A DIR_B")
+        from benchmarks.fingerprint import diff_runs
+
+        print(diff_runs(*args.compare_dirs[1:]), end="")
+        return 0
     if args.compare_dirs:
         if args.compare_dirs[0] != "compare" or len(args.compare_dirs) < 2:
-            raise ValueError("usage: paravt eval compare DIR1 [DIR2 ...] | paravt eval suite --data-root DIR ...")
+            raise ValueError("usage: paravt eval compare DIR1 [DIR2 ...] | paravt eval diff A B | paravt eval suite --data-root DIR ...")
         print(compare(args.compare_dirs[1:]), end="")
         return 0
     missing = [f"--{k}" for k in ("policy", "data", "out") if not getattr(args, k)]

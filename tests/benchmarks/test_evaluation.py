@@ -208,3 +208,26 @@ def test_a_full_disk_stops_the_evaluation_at_once_with_its_results_intact(synth_
     monkeypatch.setattr(evaluation.ResultsWriter, "write", real_write)
     summary = evaluate(samples, make_agent, out, EvalOptions(frame_budget=8), progress=False)
     assert summary["n"] == len(samples) and len(agents) == 3 + len(samples) - 2
+
+
+def test_fingerprint_and_diff_name_what_differs_between_two_runs(synth_small, tmp_path, capsys):
+    data, samples = synth_small
+    runs = {}
+    for k in (8, 16):
+        out = tmp_path / f"k{k}"
+        assert main(["eval", "--policy", "detector", "--data", str(data), "--out", str(out), "--frame-budget", str(k),
+                     "--no-progress"]) == 0  # fmt: skip
+        runs[k] = json.loads((out / "summary.json").read_text())["fingerprint"]
+    a, b = runs[8], runs[16]
+    assert a["frame_budget"] == 8 and b["frame_budget"] == 16 and a["frames_sha"] != b["frames_sha"]
+    assert a["system_prompt_sha"] == b["system_prompt_sha"] and len(a["system_prompt_sha"]) == 1
+    assert a["versions"]["av"] and a["scorer"] == "paravt-score/1" and a["samples_with_records"] == len(samples)
+    capsys.readouterr()
+    assert main(["eval", "diff", str(tmp_path / "k8"), str(tmp_path / "k16")]) == 0
+    report = capsys.readouterr().out
+    assert "| frame_budget | 8 | 16 |" in report and "| frames_sha |" in report
+    assert f"A saw 8 overview frames, B 16 on {len(samples)} samples" in report
+    assert f"## Samples ({len(samples)} in both" in report
+    assert "system_prompt_sha" not in report.split("## Samples")[0]  # the same prompt: not listed as a difference
+    assert main(["eval", "diff", str(tmp_path / "k8"), str(tmp_path / "k8")]) == 0
+    assert "The fingerprints agree." in capsys.readouterr().out
