@@ -13,37 +13,34 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
-import os
-import re
 import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from baselines.runner import play_episode
 from paravt_env import EnvConfig, VideoQASample, VideoToolEnv, storage
-from paravt_env.rewards import mcq_accuracy, normalize_text, temporal_iou
-from paravt_env.storage import OutputLocked  # noqa: F401 - re-exported: callers catch it from here
 
+# The store, scoring and report live in their own modules; their names stay importable from here.
+from .eval_report import DURATION_BUCKETS, IOU_THRESHOLDS, compare, summarize, to_markdown, write_report  # noqa: F401
+from .eval_store import (  # noqa: F401
+    CONFIG,
+    RESULTS,
+    OutputLocked,
+    ResultsWriter,
+    SampleResult,
+    check_config,
+    exclusive_lock,
+    is_transient,
+    read_results,
+)
 from .fingerprint import fingerprint, policy_settings
 from .records import episode_record
-
-RESULTS = "results.jsonl"
-CONFIG = "eval_config.json"
-DURATION_BUCKETS = (
-    (0, 120, "0-2 min"),
-    (120, 600, "2-10 min"),
-    (600, 1800, "10-30 min"),
-    (1800, math.inf, "30+ min"),
-)
-IOU_THRESHOLDS = (0.3, 0.5, 0.7)
-
-_DASH_SPAN_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:s|sec|seconds)?\s*(?:-|–|to)\s*(\d+(?:\.\d+)?)")
+from .scoring import grounding_span, is_correct, release_result, score_prediction  # noqa: F401
 
 
 @dataclass
@@ -147,136 +144,6 @@ def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *,
                     run_config={"policy": spec, "data": str(data)})  # fmt: skip
 
 
-def grounding_span(text: str) -> tuple[float, float] | None:
-    """A time span in an answer: ``[s, e]`` / ``s, e`` (the reward's form) or ``s - e seconds``."""
-    from paravt_env.rewards import parse_span
-
-    span = parse_span(text)
-    if span is None:
-        m = _DASH_SPAN_RE.search(text)
-        span = (float(m.group(1)), float(m.group(2))) if m else None
-    return span
-
-
-def score_prediction(prediction: str, answer: str, question_type: str) -> float:
-    """Per-sample score: MCQ letter match, grounding IoU, open-ended token F1 (the reward's accuracy rules,
-    with grounding answers also read in the ``X.X - Y.Y seconds`` form of the eval prompt)."""
-    from paravt_env.rewards import answer_accuracy
-
-    if question_type == "tvg":
-        pred, gt = grounding_span(prediction), grounding_span(answer)
-        if pred is None or gt is None:
-            return 0.0
-        return temporal_iou(f"[{pred[0]}, {pred[1]}]", f"[{gt[0]}, {gt[1]}]")
-    if question_type == "mcq":
-        if not prediction or not answer:
-            return 0.0
-        return (
-            1.0 if normalize_text(prediction) == normalize_text(answer) else mcq_accuracy(prediction, answer)
-        )
-    return answer_accuracy(prediction, answer, question_type, "f1")
-
-
-def release_result(sample: VideoQASample, final_info: dict[str, Any]) -> tuple[float, str, str, bool, dict]:
-    """(score, prediction, answer, correct, extra) of an episode under the release protocol, scored as the
-    released driver scores: the option letter against its answer, or IoU (``correct``: IoU >= 0.5)."""
-    from paravt_env.data.release_questions import release_fields
-    from paravt_env.rewards.release_scores import release_score
-
-    fields = release_fields(sample)
-    final = final_info.get("final_response", "")
-    span = tuple(fields["span"]) if fields.get("span") else None
-    extra = {"release_id": fields.get("id"), "final_response": final[:500]}  # the release's id: rows to match
-    if final_info.get("error"):  # the driver fails the sample: an error row scoring 0
-        return 0.0, "", fields["answer"], False, {**extra, "final_response": ""}
-    score, pred = release_score(final, is_mcq=fields["is_mcq"], answer=fields["answer"], span=span)
-    correct = score == 1.0 if fields["is_mcq"] else score >= 0.5
-    return score, pred, fields["answer"], correct, extra
-
-
-def is_correct(score: float, question_type: str) -> bool:
-    """MCQ: the right letter; grounding: IoU >= 0.5; open-ended: token F1 >= 0.5."""
-    return score >= (1.0 if question_type == "mcq" else 0.5)
-
-
-@dataclass
-class SampleResult:
-    """One line of ``results.jsonl``."""
-
-    id: str
-    question_type: str
-    duration: float | None
-    prediction: str = ""
-    answer: str = ""
-    score: float = 0.0
-    correct: bool = False
-    reward: float = 0.0
-    tool_calls: int = 0
-    turns: int = 0
-    frame_budget: int = 0
-    wall_s: float = 0.0
-    error: str | None = None
-    transient: bool = False
-    """The error may not recur (server unreachable, timeout, 5xx): a resumed run retries the sample."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    episode: dict[str, Any] | None = None
-    """What the agent did (``benchmarks.records``, schema ``paravt-episode/1``); rows written before records
-    existed have none and still resume."""
-
-
-def read_results(path: str | Path) -> list[dict[str, Any]]:
-    """Every complete line of a results file; a line cut short by an interruption is dropped (its sample
-    will be run again)."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    rows, seen = [], set()
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict) and "id" in row and row["id"] not in seen:
-            seen.add(row["id"])
-            rows.append(row)
-    return rows
-
-
-class ResultsWriter:
-    """Appends result lines durably and from several threads."""
-
-    def __init__(self, path: Path, existing: list[dict[str, Any]]) -> None:
-        self.path = path
-        # Rewrite the file with its complete lines only, so a half-written last line cannot glue itself to
-        # the next result.
-        tmp = path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in existing), encoding="utf-8")
-        os.replace(tmp, path)
-        self._lock = threading.Lock()
-        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
-
-    def write(self, row: dict[str, Any]) -> None:
-        line = json.dumps(row) + "\n"
-        with self._lock:
-            self._file.write(line)
-            self._file.flush()
-            os.fsync(self._file.fileno())
-
-    def close(self) -> None:
-        self._file.close()
-
-
-def _check_config(out: Path, config: dict[str, Any]) -> None:
-    path = out / CONFIG
-    if path.exists():
-        old = json.loads(path.read_text())
-        diff = {k: (old.get(k), v) for k, v in config.items() if k != "limit" and old.get(k) != v}
-        if diff:
-            details = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in sorted(diff.items()))
-            raise ValueError(f"{out} holds results of a different evaluation ({details}); use another --out")
-    path.write_text(json.dumps(config, indent=2) + "\n")
-
-
 def evaluate(
     samples: Sequence[VideoQASample],
     make_agent: Callable[[], Any],
@@ -297,20 +164,9 @@ def evaluate(
                          run_config=run_config, subagent=subagent)  # fmt: skip
 
 
-def is_transient(exc: BaseException) -> bool:
-    """A failure the same request may not meet again: the server unreachable, a timeout, a 5xx answer."""
-    return bool(getattr(exc, "transient", False)) or isinstance(exc, (TimeoutError, ConnectionError))
-
-
-def exclusive_lock(out: Path):
-    """Hold ``out/eval.lock`` while the evaluation runs: two processes appending to one ``results.jsonl``
-    would lose rows (``paravt_env.storage.DirectoryLock``)."""
-    return storage.exclusive_lock(out, "eval.lock")
-
-
 def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurrency: int, progress: bool,
               run_config: dict[str, Any] | None, subagent: Any) -> dict[str, Any]:  # fmt: skip
-    _check_config(out, {**(run_config or {}), **asdict(options)})
+    check_config(out, {**(run_config or {}), **asdict(options)})
     # Rows that failed for a transient reason (server down, timeout) are run again; the rest are kept.
     existing = [r for r in read_results(out / RESULTS) if not r.get("transient")]
     done = {r["id"] for r in existing}
@@ -413,143 +269,3 @@ def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurren
     return summary
 
 
-def _mean(values) -> float:
-    values = list(values)
-    return statistics.fmean(values) if values else 0.0
-
-
-def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The paper's numbers from result lines: accuracy (mean score), grounding mIoU and R@0.3/0.5/0.7, tool
-    use, and breakdowns by question type and video duration; errors are counted (and score 0)."""
-    summary: dict[str, Any] = {
-        "n": len(rows),
-        "accuracy": _mean(r["score"] for r in rows),
-        "correct_rate": _mean(1.0 if r["correct"] else 0.0 for r in rows),
-        "avg_tool_calls": _mean(r["tool_calls"] for r in rows),
-        "tool_usage_rate": _mean(1.0 if r["tool_calls"] > 0 else 0.0 for r in rows),
-        "avg_turns": _mean(r["turns"] for r in rows),
-        "errors": sum(1 for r in rows if r.get("error")),
-        "failed": [{"id": r["id"], "error": r["error"], "transient": bool(r.get("transient"))} for r in rows if r.get("error")],
-        "wall_s": sum(r["wall_s"] for r in rows),
-    }
-    tvg = [r for r in rows if r["question_type"] == "tvg"]
-    if tvg:
-        summary["grounding"] = {"n": len(tvg), "mIoU": _mean(r["score"] for r in tvg)}
-        for th in IOU_THRESHOLDS:
-            summary["grounding"][f"R@{th}"] = _mean(1.0 if r["score"] >= th else 0.0 for r in tvg)
-    by_type: dict[str, list] = {}
-    for r in rows:
-        by_type.setdefault(r["question_type"], []).append(r)
-    summary["by_question_type"] = {
-        qt: {
-            "n": len(rs),
-            "accuracy": _mean(r["score"] for r in rs),
-            "avg_tool_calls": _mean(r["tool_calls"] for r in rs),
-        }
-        for qt, rs in sorted(by_type.items())
-    }
-    by_dur: dict[str, list] = {}
-    for r in rows:
-        d = r.get("duration")
-        label = "unknown" if d is None else next(lab for lo, hi, lab in DURATION_BUCKETS if lo <= d < hi)
-        by_dur.setdefault(label, []).append(r)
-    order = [lab for _, _, lab in DURATION_BUCKETS] + ["unknown"]
-    summary["by_duration"] = {
-        lab: {"n": len(by_dur[lab]), "accuracy": _mean(r["score"] for r in by_dur[lab])}
-        for lab in order
-        if lab in by_dur
-    }
-    return summary
-
-
-def to_markdown(summary: dict[str, Any], title: str = "Evaluation") -> str:
-    lines = [
-        f"# {title}",
-        "",
-        "| n | accuracy | avg tool calls | tool usage rate | avg turns | errors |",
-        "|---|---|---|---|---|---|",
-        f"| {summary['n']} | {summary['accuracy']:.3f} | {summary['avg_tool_calls']:.2f} | "
-        f"{summary['tool_usage_rate']:.2f} | {summary['avg_turns']:.2f} | {summary['errors']} |",
-    ]
-    if "grounding" in summary:
-        g = summary["grounding"]
-        lines += ["", "| grounding n | mIoU | R@0.3 | R@0.5 | R@0.7 |", "|---|---|---|---|---|",
-                  f"| {g['n']} | {g['mIoU']:.3f} | {g['R@0.3']:.3f} | {g['R@0.5']:.3f} | {g['R@0.7']:.3f} |"]  # fmt: skip
-    for key, head in (("by_question_type", "question type"), ("by_duration", "duration")):
-        lines += ["", f"| {head} | n | accuracy |", "|---|---|---|"]
-        lines += [f"| {k} | {v['n']} | {v['accuracy']:.3f} |" for k, v in summary[key].items()]
-    failed = summary.get("failed", [])
-    if failed:  # errors score 0 and stay in n; name them so they can be fixed
-        lines += ["", f"Failed samples ({len(failed)}; transient ones are retried when the run is resumed):", ""]
-        lines += [f"- `{f['id']}`{' (transient)' if f['transient'] else ''}: {f['error'][:200]}" for f in failed[:20]]
-        if len(failed) > 20:
-            lines.append(f"- ... and {len(failed) - 20} more (summary.json lists them all)")
-    return "\n".join(lines) + "\n"
-
-
-def write_report(summary: dict[str, Any], out: Path) -> None:
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (out / "report.md").write_text(to_markdown(summary, f"Evaluation: {out.name}"))
-    with contextlib.suppress(ImportError):  # matplotlib is the "plot" extra; the JSON and Markdown suffice
-        _plot(summary, out / "report.png")
-
-
-def _plot(summary: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
-    for ax, key, title in zip(
-        axes, ("by_question_type", "by_duration"), ("by question type", "by duration"), strict=True
-    ):
-        names = list(summary[key])
-        bars = ax.bar(names, [summary[key][n]["accuracy"] for n in names], color="#2a9d8f")
-        ax.bar_label(bars, fmt="%.2f", fontsize=8)
-        ax.set_ylim(0, 1.05)
-        ax.set_title(f"accuracy {title}")
-    fig.suptitle(
-        f"n = {summary['n']}, accuracy {summary['accuracy']:.3f}, tool calls {summary['avg_tool_calls']:.2f}"
-    )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def compare(dirs: Sequence[str | Path]) -> str:
-    """A side-by-side Markdown table of several evaluation directories (their ``summary.json``)."""
-    rows = []
-    for d in dirs:
-        path = Path(d) / "summary.json"
-        if not path.exists():
-            raise FileNotFoundError(f"no summary.json in {d} (run paravt eval --out {d} first)")
-        s = json.loads(path.read_text())
-        cfg_path = Path(d) / CONFIG
-        cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
-        rows.append((str(d), cfg, s))
-    types = sorted({qt for _, _, s in rows for qt in s.get("by_question_type", {})})
-    head = [
-        "run",
-        "policy",
-        "dispatch",
-        "K",
-        "n",
-        "accuracy",
-        "avg tool calls",
-        "tool usage",
-        "avg turns",
-        "errors",
-    ]
-    head += [f"acc {qt}" for qt in types]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for d, cfg, s in rows:
-        cells = [d, str(cfg.get("policy", "?")), str(cfg.get("dispatch", "?")), str(cfg.get("frame_budget", "?")),
-                 str(s["n"]), f"{s['accuracy']:.3f}", f"{s['avg_tool_calls']:.2f}", f"{s['tool_usage_rate']:.2f}",
-                 f"{s['avg_turns']:.2f}", str(s["errors"])]  # fmt: skip
-        cells += [
-            f"{s['by_question_type'][qt]['accuracy']:.3f}" if qt in s["by_question_type"] else "-"
-            for qt in types
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"

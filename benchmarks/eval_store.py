@@ -1,0 +1,107 @@
+"""The results store of ``paravt eval``: one JSON line per finished sample, appended durably, read back
+tolerating a line an interruption cut; the run's configuration (a resumed run must match it); one writer per
+directory (an OS lock)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from paravt_env import storage
+from paravt_env.storage import OutputLocked  # noqa: F401 - re-exported: callers catch it from here
+
+RESULTS = "results.jsonl"
+CONFIG = "eval_config.json"
+
+
+@dataclass
+class SampleResult:
+    """One line of ``results.jsonl``."""
+
+    id: str
+    question_type: str
+    duration: float | None
+    prediction: str = ""
+    answer: str = ""
+    score: float = 0.0
+    correct: bool = False
+    reward: float = 0.0
+    tool_calls: int = 0
+    turns: int = 0
+    frame_budget: int = 0
+    wall_s: float = 0.0
+    error: str | None = None
+    transient: bool = False
+    """The error may not recur (server unreachable, timeout, 5xx): a resumed run retries the sample."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    episode: dict[str, Any] | None = None
+    """What the agent did (``benchmarks.records``, schema ``paravt-episode/1``); rows written before records
+    existed have none and still resume."""
+
+
+def read_results(path: str | Path) -> list[dict[str, Any]]:
+    """Every complete line of a results file; a line cut short by an interruption is dropped (its sample
+    will be run again)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows, seen = [], set()
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and "id" in row and row["id"] not in seen:
+            seen.add(row["id"])
+            rows.append(row)
+    return rows
+
+
+class ResultsWriter:
+    """Appends result lines durably and from several threads."""
+
+    def __init__(self, path: Path, existing: list[dict[str, Any]]) -> None:
+        self.path = path
+        # Rewrite the file with its complete lines only, so a half-written last line cannot glue itself to
+        # the next result.
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in existing), encoding="utf-8")
+        os.replace(tmp, path)
+        self._lock = threading.Lock()
+        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+
+    def write(self, row: dict[str, Any]) -> None:
+        line = json.dumps(row) + "\n"
+        with self._lock:
+            self._file.write(line)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def check_config(out: Path, config: dict[str, Any]) -> None:
+    path = out / CONFIG
+    if path.exists():
+        old = json.loads(path.read_text())
+        diff = {k: (old.get(k), v) for k, v in config.items() if k != "limit" and old.get(k) != v}
+        if diff:
+            details = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in sorted(diff.items()))
+            raise ValueError(f"{out} holds results of a different evaluation ({details}); use another --out")
+    path.write_text(json.dumps(config, indent=2) + "\n")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A failure the same request may not meet again: the server unreachable, a timeout, a 5xx answer."""
+    return bool(getattr(exc, "transient", False)) or isinstance(exc, (TimeoutError, ConnectionError))
+
+
+def exclusive_lock(out: Path):
+    """Hold ``out/eval.lock`` while the evaluation runs: two processes appending to one ``results.jsonl``
+    would lose rows (``paravt_env.storage.DirectoryLock``)."""
+    return storage.exclusive_lock(out, "eval.lock")
