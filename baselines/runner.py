@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from paravt_env.records import prompt_sha, turn_entry
 
 from .agents import ScriptedAgent
 
@@ -52,8 +53,7 @@ def play_episode(
     obs, info = env.reset(seed=seed, options=options)
     overview = [round(float(t), 3) for t in obs["timestamps"]]
     base_info_duration = info.get("duration")
-    prompt = info.get("system_prompt")
-    prompt_sha = hashlib.sha256(prompt.encode()).hexdigest()[:16] if isinstance(prompt, str) else None
+    system_sha = prompt_sha(info)
     steps: list[dict[str, Any]] = []
     base = env.unwrapped
     sample = base.sample
@@ -67,11 +67,7 @@ def play_episode(
         action = agent.act(obs, info) if reads_info else agent.act(obs)
         actions.append(action)
         obs, reward, terminated, truncated, info = env.step(action)
-        timing = info.get("timing")
-        steps.append({"text": action if isinstance(action, str) else repr(action), "crops": list(info.get("crops", [])),
-                      "frames": [round(float(t), 3) for t in obs["timestamps"]],
-                      "parse_problems": list(info.get("parse_problems", [])),
-                      "timing": asdict(timing) if is_dataclass(timing) else {}})  # fmt: skip
+        steps.append(turn_entry(action if isinstance(action, str) else repr(action), info, obs["timestamps"]))
         turns += 1
         requested += info["tool_calls"]["requested"]
         executed += info["tool_calls"]["executed"]
@@ -92,7 +88,7 @@ def play_episode(
         actions=actions,
         final_info={k: v for k, v in info.items() if k in ("final_response", "error", "messages")},
         duration=base_info_duration,
-        system_prompt_sha=prompt_sha,
+        system_prompt_sha=system_sha,
         overview=overview,
         steps=steps,
     )

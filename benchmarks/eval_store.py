@@ -39,7 +39,7 @@ class SampleResult:
     """The error may not recur (server unreachable, timeout, 5xx): a resumed run retries the sample."""
     extra: dict[str, Any] = field(default_factory=dict)
     episode: dict[str, Any] | None = None
-    """What the agent did (``benchmarks.records``, schema ``paravt-episode/1``); rows written before records
+    """What the agent did (``paravt_env.records``, schema ``paravt-episode/1``); rows written before records
     existed have none and still resume."""
 
 

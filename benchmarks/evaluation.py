@@ -24,6 +24,7 @@ from typing import Any
 
 from baselines.runner import play_episode
 from paravt_env import EnvConfig, VideoQASample, VideoToolEnv, storage
+from paravt_env.records import episode_record
 
 # The store, scoring and report live in their own modules; their names stay importable from here.
 from .eval_report import DURATION_BUCKETS, IOU_THRESHOLDS, compare, summarize, to_markdown, write_report  # noqa: F401
@@ -39,7 +40,6 @@ from .eval_store import (  # noqa: F401
     read_results,
 )
 from .fingerprint import fingerprint, policy_settings
-from .records import episode_record
 from .scoring import grounding_span, is_correct, release_result, score_prediction  # noqa: F401
 
 
@@ -207,8 +207,11 @@ def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurren
                 prediction=prediction, answer=answer, score=score, correct=correct, reward=ep.reward,
                 tool_calls=ep.tool_calls, turns=ep.turns, frame_budget=ep.frame_budget,
                 wall_s=time.perf_counter() - t0, error=ep.final_info.get("error"), extra=extra,
-                episode=episode_record(sample, ep, prediction=prediction, score=score, correct=correct,
-                                       truth_span=grounding_span(sample.answer) if sample.question_type == "tvg" else None),
+                episode=episode_record(
+                    sample, duration=ep.duration, frame_budget=ep.frame_budget, overview=ep.overview, turns=ep.steps,
+                    reward=ep.breakdown, prediction=prediction, score=score, correct=correct, wall_s=ep.wall_s,
+                    system_prompt_sha=ep.system_prompt_sha,
+                    truth_span=grounding_span(sample.answer) if sample.question_type == "tvg" else None),
             )  # fmt: skip
         except Exception as exc:  # one sample's failure is recorded and counted, never fatal
             row = SampleResult(

@@ -1,7 +1,8 @@
 """``paravt view DIR``: a static, self-contained HTML page of what the agent did, episode by episode.
 
-For an evaluation directory (``results.jsonl`` whose rows carry ``episode`` records, ``benchmarks.records``) or
-any directory holding such evaluations (a training run's ``RUN/eval*``, a repro's ``OUT/arms/*/seed*/eval_*``):
+For an evaluation directory (``results.jsonl`` whose rows carry ``episode`` records, ``paravt_env.records``) or
+any directory holding such evaluations (a training run's ``RUN/eval*`` and its sampled rollouts
+``RUN/rollouts/step_NNNNNN.jsonl``, one section per step; a repro's ``OUT/arms/*/seed*/eval_*``):
 per episode, a timeline of the video with the overview frame ticks, each crop window (coloured by turn), the
 true event windows or grounding span, the answer against the truth, thumbnails of the frames the agent saw and
 the turn texts; filters on correctness, tool use, question type and K. The page opens from disk (no server):
@@ -19,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .records import finite
+from paravt_env.records import finite
 
 THUMB_HEIGHT = 48
 """Thumbnail height in pixels."""
@@ -27,21 +28,26 @@ MAX_THUMBS = 40
 """Thumbnails per episode at most (overview first, then crop frames in turn order)."""
 
 
-def find_runs(root: Path) -> list[Path]:
-    """Evaluation directories under ``root`` (``root`` itself when it holds ``results.jsonl``), sorted."""
+def find_sources(root: Path) -> list[tuple[str, Path]]:
+    """``(name, file)`` of every record file under ``root``: evaluations' ``results.jsonl`` (named by their
+    directory) and a training run's ``rollouts/step_NNNNNN.jsonl`` (named by their step), sorted."""
     root = Path(root)
-    if (root / "results.jsonl").is_file():
-        return [root]
-    return sorted(p.parent for p in root.rglob("results.jsonl"))
+    files = sorted([*root.rglob("results.jsonl"), *root.rglob("rollouts/step_*.jsonl")])
+    out = []
+    for f in files:
+        base = f.parent if f.name == "results.jsonl" else f.with_suffix("")
+        name = str(base.relative_to(root)) if base != root else root.name
+        out.append((name, f))
+    return out
 
 
-def load_episodes(run: Path) -> tuple[list[dict[str, Any]], int]:
-    """The episode records of ``run`` and how many of its rows had none (written before records existed, or
-    failed before the episode began)."""
-    from .evaluation import read_results
+def load_episodes(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The episode records of a record file and how many of its rows had none (written before records
+    existed, or failed before the episode began)."""
+    from .eval_store import read_results
 
     records, missing = [], 0
-    for row in read_results(run / "results.jsonl"):
+    for row in read_results(path):
         ep = row.get("episode")
         if isinstance(ep, dict):
             records.append(ep)
@@ -87,11 +93,10 @@ def build_page(root: Path, *, thumbs: bool = True) -> tuple[str, dict[str, int]]
     """The HTML page for ``root`` and counts (runs, episodes, rows without a record)."""
     runs = []
     counts = {"runs": 0, "episodes": 0, "without_record": 0}
-    for run in find_runs(root):
-        records, missing = load_episodes(run)
+    for name, path in find_sources(root):
+        records, missing = load_episodes(path)
         for r in records:
             r["thumbnails"] = thumbnails(r) if thumbs else []
-        name = str(run.relative_to(root)) if run != Path(root) else run.name
         runs.append({"name": name, "episodes": records, "without_record": missing})
         counts["runs"] += 1
         counts["episodes"] += len(records)
@@ -108,7 +113,7 @@ def write_view(root: str | Path, out: str | Path | None = None, *, thumbs: bool 
         raise FileNotFoundError(f"no such directory: {str(root)!r}")
     page, counts = build_page(root, thumbs=thumbs)
     if counts["runs"] == 0:
-        raise FileNotFoundError(f"{root} holds no evaluation (no results.jsonl under it)")
+        raise FileNotFoundError(f"{root} holds no evaluation or rollout records (no results.jsonl or rollouts/ under it)")
     path = Path(out) if out is not None else root / "view.html"
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(page, encoding="utf-8")
@@ -202,6 +207,7 @@ function episode(record) {
     "data-correct": record.correct ? "yes" : "no", "data-tools": used ? "yes" : "no",
     "data-qtype": record.question_type, "data-k": record.frame_budget});
   const head = el("div", {class: "head"});
+  if (record.step !== undefined) { d.setAttribute("data-step", record.step); head.append(el("span", {}, `step ${record.step}`)); }
   head.append(el("b", {}, record.sample_id), el("span", {}, `K = ${record.frame_budget}`),
     el("span", {class: "prediction"}, `answer: ${record.prediction || "(none)"}`),
     el("span", {class: "truth-text"}, `truth: ${record.answer}`),

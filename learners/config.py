@@ -194,6 +194,10 @@ class LogConfig:
     """Also write every metric to TensorBoard (``RUN/tensorboard``; needs ``pip install tensorboard``)."""
     wandb_project: str | None = None
     """Also log to this Weights & Biases project (needs ``pip install wandb`` and a login)."""
+    rollouts_per_step: int = 2
+    """Episode records of this many rollouts per RL step (one per prompt group first) written to
+    ``RUN/rollouts/step_NNNNNN.jsonl`` (``paravt_env.records``; ``paravt view RUN`` draws them); 0: none,
+    -1: every rollout."""
 
 
 @dataclass
@@ -305,6 +309,8 @@ def check_counts(cfg: TrainConfig) -> None:
             raise ValueError(f"recipe key {key} must be at least {least}, got {value}")
     if not 0.0 <= cfg.sft.crop_rate <= 1.0:
         raise ValueError(f"recipe key sft.crop_rate must lie in [0, 1], got {cfg.sft.crop_rate}")
+    if cfg.log.rollouts_per_step < -1:
+        raise ValueError(f"recipe key log.rollouts_per_step must be -1 (all), 0 (none) or more, got {cfg.log.rollouts_per_step}")
     if not 0.0 <= cfg.sft.check_rate <= 1.0:
         raise ValueError(f"recipe key sft.check_rate must lie in [0, 1], got {cfg.sft.check_rate}")
     for key, value in (("rollout.batch_tokens", cfg.rollout.batch_tokens), ("optim.micro_batch_tokens", cfg.optim.micro_batch_tokens)):

@@ -10,11 +10,13 @@ so the learner scores exactly what was sampled.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from paravt_env.protocol import STRUCTURAL_TAGS
+from paravt_env.records import episode_record, prompt_sha, turn_entry
 
 from .policies.agent import PolicySubAgent, listed_messages, observation_message
 from .policies.base import Message
@@ -39,6 +41,8 @@ class Trajectory:
     epoch: int = 0
     turn_texts: list[str] = field(default_factory=list)
     truncated: bool = False
+    record: dict[str, Any] | None = field(default=None, repr=False)
+    """What the episode did, as an episode record (``paravt_env.records``, schema ``paravt-episode/1``)."""
     subagent_trajectories: list[Trajectory] = field(default_factory=list, repr=False)
     """The sub-agent's generations of this episode ("subagent" mode), one single-turn trajectory each,
     kept apart: the release trains only the main agent (``rollout.include_subagents`` opts in)."""
@@ -148,6 +152,8 @@ def run_batch(
         raise ValueError(f"run_batch: {len(envs)} envs but {len(options)} options")
     builders: list[_Builder] = []
     infos = []
+    starts = []  # per env: start time, overview timestamps, system prompt hash (the episode records)
+    steps: list[list[dict[str, Any]]] = [[] for _ in envs]
     recorders: list[PolicySubAgent | None] = []
     for env, opts in zip(envs, options, strict=True):
         base = env.unwrapped
@@ -164,6 +170,7 @@ def run_batch(
             history = [Message("system", info["system_prompt"]), observation_message("user", obs, info["user_prompt"])]
         builders.append(_Builder(policy, policy.encode(history), history))
         infos.append(info)
+        starts.append((time.perf_counter(), [round(float(t), 3) for t in obs["timestamps"]], prompt_sha(info)))
     done = [False] * len(envs)
     results: list[dict[str, Any]] = [{} for _ in envs]
     counts = [[0, 0] for _ in envs]  # turns, executed tool calls
@@ -173,17 +180,26 @@ def run_batch(
         for i, gen in zip(live, gens, strict=True):
             builders[i].add_turn(gen)
             obs, reward, term, trunc, info = envs[i].step(gen.text)
+            steps[i].append(turn_entry(gen.text, info, obs["timestamps"], tokens=len(gen.token_ids)))
             counts[i][0] += 1
             counts[i][1] += info["tool_calls"]["executed"]
             if term or trunc:
                 done[i] = True
-                results[i] = {"reward": reward, "breakdown": info["reward_breakdown"], "truncated": trunc}
+                results[i] = {"reward": reward, "breakdown": info["reward_breakdown"], "truncated": trunc,
+                              "prediction": info.get("prediction", ""), "wall_s": time.perf_counter() - starts[i][0]}
             elif "messages" in info:
                 builders[i].add_feedback(listed_messages(info["messages"], obs))
             else:
                 builders[i].add_feedback([observation_message("user", obs)])
     trajectories = []
-    for b, info, res, (turns, calls), rec in zip(builders, infos, results, counts, recorders, strict=True):
+    for k, (b, info, res, (turns, calls), rec) in enumerate(zip(builders, infos, results, counts, recorders, strict=True)):
+        accuracy = float(res["breakdown"].get("accuracy", 0.0))
+        record = episode_record(
+            envs[k].unwrapped.sample, duration=info.get("duration"), frame_budget=int(info["frame_budget"]),
+            overview=starts[k][1], turns=steps[k], reward=res["breakdown"], prediction=res["prediction"],
+            score=accuracy, correct=accuracy >= 0.5, wall_s=res["wall_s"], system_prompt_sha=starts[k][2],
+            epoch=int(info.get("epoch", 0)),
+        )  # fmt: skip
         trajectories.append(
             Trajectory(
                 input_ids=list(b.encoded.input_ids),
@@ -200,6 +216,7 @@ def run_batch(
                 epoch=int(info.get("epoch", 0)),
                 turn_texts=b.texts,
                 truncated=bool(res["truncated"]),
+                record=record,
                 subagent_trajectories=list(rec.trajectories) if rec is not None else [],
             )
         )

@@ -16,6 +16,7 @@ import copy
 import hashlib
 import json
 import logging
+import os
 import random
 import shutil
 import statistics
@@ -270,11 +271,29 @@ class Trainer:
         trajs = [t for g in groups for t in g]
         stats = self.update(groups)
         self.step += 1
+        self._write_rollouts(groups)
         row = {"step": self.step, **rollout_metrics(trajs), **stats}
         row["tokens_per_s"] = sum(t.n_generated for t in trajs) / max(rollout_s, 1e-9)
         row["wall_s"] = time.perf_counter() - t0
         row["epoch"] = self.epoch
         return row
+
+    def _write_rollouts(self, groups: list[list[Trajectory]]) -> None:
+        """A sample of the step's episode records (``log.rollouts_per_step``), one per group first, as
+        ``RUN/rollouts/step_NNNNNN.jsonl`` (a replayed step after ``--resume`` rewrites its file)."""
+        n = self.cfg.log.rollouts_per_step
+        if n == 0:
+            return
+        size = max((len(g) for g in groups), default=0)
+        ordered = [g[i] for i in range(size) for g in groups if i < len(g)]  # one per group, then the next
+        chosen = [t for t in (ordered if n < 0 else ordered[:n]) if t.record is not None]
+        folder = self.out / "rollouts"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"step_{self.step:06d}.jsonl"
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(json.dumps({"id": f"{t.sample_id}@{self.step}.{k}", "episode": {**t.record, "step": self.step}}) + "\n"
+                               for k, t in enumerate(chosen)))  # fmt: skip
+        os.replace(tmp, path)
 
     def collect(self) -> list[list[Trajectory]]:
         """The next ``prompts_per_step`` prompts, each played ``group_size`` times (same sample and epoch, so

@@ -86,7 +86,7 @@ def test_the_page_draws_every_window_of_the_records_in_a_real_browser(evaluated,
 
 def test_view_refuses_a_directory_without_evaluations(tmp_path, capsys):
     assert main(["view", str(tmp_path)]) == 1
-    assert "holds no evaluation" in capsys.readouterr().err
+    assert "holds no evaluation or rollout records" in capsys.readouterr().err
 
 
 def test_embedded_records_cannot_close_the_script_block(evaluated, tmp_path):

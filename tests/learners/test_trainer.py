@@ -37,6 +37,15 @@ def test_tiny_cpu_runs_then_resumes_without_gaps(tmp_path, cache):
     assert len((run / "heldout" / "samples.jsonl").read_text().splitlines()) == 2
     summary = json.loads((run / "eval" / "summary.json").read_text())
     assert summary["n"] == 2 and 0.0 <= summary["accuracy"] <= 1.0
+    # a sample of each step's rollouts is kept as episode records (2 by default, one per prompt group first)
+    assert sorted(p.name for p in (run / "rollouts").iterdir()) == [f"step_00000{i}.jsonl" for i in (1, 2, 3)]
+    rows = [json.loads(x) for x in (run / "rollouts" / "step_000002.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and len({r["episode"]["sample_id"] for r in rows}) == 2
+    for r in rows:
+        ep = r["episode"]
+        assert ep["schema"] == "paravt-episode/1" and ep["step"] == 2 and ep["turns"] and len(ep["overview"]) == ep["frame_budget"]
+        assert all(t["tokens"] > 0 and t["text"] for t in ep["turns"])
+    assert main(["view", str(run), "--no-thumbnails"]) == 0 and "rollouts/step_000003" in (run / "view.html").read_text()
     assert main(["train", "--recipe", "tiny_cpu", "--steps", "5", "--out", str(run), "--resume", "--no-progress", *FAST]) == 0
     rows = _rows(run)
     assert [r["step"] for r in rows] == [1, 2, 3, 4, 5]

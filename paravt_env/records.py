@@ -1,0 +1,73 @@
+"""Episode records: what an agent did in one episode, kept with its ``paravt eval`` row (``row["episode"]``),
+sampled from training rollouts (``RUN/rollouts/step_NNNNNN.jsonl``) and drawn by ``paravt view``.
+
+Schema ``paravt-episode/1`` (a JSON object; times in seconds of the video; non-finite numbers become null):
+
+- ``schema``, ``sample_id``, ``video`` (path), ``duration``, ``question``, ``question_type``, ``answer``,
+  ``prediction``, ``score``, ``correct``, ``frame_budget`` (K), ``wall_s``, ``system_prompt_sha``;
+- ``overview``: timestamps of the K overview frames shown at reset;
+- ``events``: the true event windows ``{start, end, label}`` (synthetic and annotated data; empty otherwise);
+  ``truth_span``: ``[start, end]`` of a grounding answer (``tvg``), else null;
+- ``turns``: per agent turn, ``text`` (what the agent wrote), ``crops`` (per call: ``call``, ``start``,
+  ``end``, ``status`` executed / rejected / failed, ``frames``, ``timestamps``, ``error``), ``frames``
+  (timestamps of the frames the next observation carried), ``parse_problems``, ``timing`` (decode, sub-agent,
+  tool wall and total seconds), and ``tokens`` (generated tokens) where the agent's policy reports them;
+- ``reward``: the reward terms (``total``, ``accuracy``, ``format``, ``tool``);
+- training rollouts add ``step`` (the RL step) and ``epoch``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+SCHEMA = "paravt-episode/1"
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None (JSON readers refuse NaN and Infinity)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def episode_record(sample: Any, *, duration: float | None, frame_budget: int, overview: list[float],
+                   turns: list[dict[str, Any]], reward: dict[str, float], prediction: str, score: float,
+                   correct: bool, truth_span: tuple[float, float] | list[float] | None = None, wall_s: float = 0.0,
+                   system_prompt_sha: str | None = None, **extra: Any) -> dict[str, Any]:  # fmt: skip
+    """The record of one finished episode on ``sample`` (a ``VideoQASample``); ``extra`` fields are kept."""
+    return finite({
+        "schema": SCHEMA, "sample_id": sample.id, "video": sample.video_path,
+        "duration": duration if duration is not None else sample.duration,
+        "question": sample.question_with_options(), "question_type": sample.question_type, "answer": sample.answer,
+        "prediction": prediction, "score": float(score), "correct": bool(correct),
+        "frame_budget": int(frame_budget), "wall_s": round(float(wall_s), 4), "system_prompt_sha": system_prompt_sha,
+        "overview": list(overview),
+        "events": [{"start": float(e.start), "end": float(e.end), "label": e.label} for e in sample.events],
+        "truth_span": list(truth_span) if truth_span else None,
+        "turns": list(turns), "reward": dict(reward), **extra,
+    })  # fmt: skip
+
+
+def turn_entry(text: str, info: dict[str, Any], frames: Any, tokens: int | None = None) -> dict[str, Any]:
+    """One ``turns`` entry from an env step: the action, its ``info`` and the observation's frame times."""
+    from dataclasses import asdict, is_dataclass
+
+    timing = info.get("timing")
+    entry = {"text": text, "crops": list(info.get("crops", [])), "frames": [round(float(t), 3) for t in frames],
+             "parse_problems": list(info.get("parse_problems", [])), "timing": asdict(timing) if is_dataclass(timing) else {}}  # fmt: skip
+    if tokens is not None:
+        entry["tokens"] = int(tokens)
+    return entry
+
+
+def prompt_sha(info: dict[str, Any]) -> str | None:
+    """A short hash of the system prompt a reset's ``info`` shows."""
+    import hashlib
+
+    prompt = info.get("system_prompt")
+    return hashlib.sha256(prompt.encode()).hexdigest()[:16] if isinstance(prompt, str) else None
