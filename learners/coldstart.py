@@ -56,6 +56,10 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
         answers.setdefault(s.question_type, []).append(s.answer)
     answers = {k: sorted(set(v)) for k, v in answers.items()}
     out, missed = [], 0
+    # A check crops one window around the frame that showed the needle: no longer than the crop's frames
+    # cover at crop_fps before crop_max_frames thins them (16 s at 0.5 fps and 8 frames), or a 2 s needle
+    # falls between two frames and the episode is dropped.
+    check_window = min(cfg.sft.window, cfg.env.crop_max_frames / cfg.env.crop_fps)
     bar = progress_bar(cfg.sft.episodes, "teacher episodes", progress)
     try:
         for i in range(cfg.sft.episodes):
@@ -70,7 +74,8 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
                 if t == 0:
                     duration = env.unwrapped._reader.duration
                     first["text"] = first_turn(sample, obs["timestamps"], duration, window=cfg.sft.window,
-                                               max_calls=cfg.env.max_parallel, guess=guess, check=check)  # fmt: skip
+                                               max_calls=cfg.env.max_parallel, guess=guess, check=check,
+                                               check_window=check_window)  # fmt: skip
                     return first["text"]
                 return final_turn(sample, obs["timestamps"])
 

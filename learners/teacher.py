@@ -72,13 +72,14 @@ def answer_turn(sample: VideoQASample, seen: list, where: str) -> str:
 
 
 def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration: float, *, window: float,
-               max_calls: int, needed: int = 1, guess: str | None = None, check: bool = False) -> str:
+               max_calls: int, needed: int = 1, guess: str | None = None, check: bool = False,
+               check_window: float | None = None) -> str:
     """Answer from the overview when it shows the needle(s) the question needs (or, with ``check``, crop around
     it first), else crop in parallel (or, given a ``guess``, answer it without cropping)."""
     seen = visible_events(sample, overview_times)
     if len(seen) >= needed:
         if check:
-            return check_turn(sample, seen, overview_times, duration, window=window)
+            return check_turn(sample, seen, overview_times, duration, window=check_window or window)
         return answer_turn(sample, seen, "overview")
     if guess is not None:
         return guess_turn(guess)
