@@ -67,7 +67,10 @@ def play_episode(
         action = agent.act(obs, info) if reads_info else agent.act(obs)
         actions.append(action)
         obs, reward, terminated, truncated, info = env.step(action)
-        steps.append(turn_entry(action if isinstance(action, str) else repr(action), info, obs["timestamps"]))
+        gens = getattr(agent, "generations", None)  # model agents keep their generations (token ids)
+        ids = getattr(gens[-1], "token_ids", None) if gens else None
+        steps.append(turn_entry(action if isinstance(action, str) else repr(action), info, obs["timestamps"],
+                                tokens=len(ids) if ids else None))  # fmt: skip
         turns += 1
         requested += info["tool_calls"]["requested"]
         executed += info["tool_calls"]["executed"]

@@ -98,3 +98,17 @@ def test_embedded_records_cannot_close_the_script_block(evaluated, tmp_path):
     path, counts = write_view(run, thumbs=False)
     page = path.read_text()
     assert counts["episodes"] == len(rows) and page.count("</script>") == PAGE.count("</script>")
+
+
+def test_a_model_policy_records_its_generated_tokens_per_turn(synth_small, tiny_qwen3, tmp_path):
+    pytest.importorskip("torch")
+    from benchmarks.policies import make_agent_factory
+
+    _, samples = synth_small
+    factory, _ = make_agent_factory(f"hf:{tiny_qwen3}", max_new_tokens=8)
+    evaluate(samples[:1], factory, tmp_path / "ev", EvalOptions(frame_budget=4, max_turns=2), progress=False)
+    [row] = read_results(tmp_path / "ev" / "results.jsonl")
+    turns = row["episode"]["turns"]
+    assert turns and all(0 < t["tokens"] <= 8 for t in turns)
+    sampling = json.loads((tmp_path / "ev" / "summary.json").read_text())["fingerprint"]["sampling"]
+    assert sampling["policy"] == "HFPolicy" and sampling["max_new_tokens"] == 8
