@@ -105,13 +105,17 @@ class PolicySubAgent:
         return text if tokenizer is None else cut_summary(text, tokenizer)
 
     def batch(self, requests: Sequence[SubAgentRequest]) -> list[str]:
+        # The sub-agent is never given PARA-GRPO's forced "<think>\n" (neither the release's workflow nor the
+        # OpenRLHF executor prefixes it): the prefix is the main agent's exploration anchor, not the summariser's.
         conversations = [self._conversation(r) for r in requests]
         if self.record and hasattr(self.policy, "generate_encoded"):
             from ..rollout import single_turn_trajectory
 
-            prompts = [self.policy.encode(c) for c in conversations]
-            gens = self.policy.generate_encoded(prompts)
+            prompts = [self.policy.encode(c, think_prefix=False) for c in conversations]
+            gens = self.policy.generate_encoded(prompts, think_prefix=False)
             self.trajectories += [single_turn_trajectory(self.policy, p, g) for p, g in zip(prompts, gens, strict=True)]
+        elif hasattr(self.policy, "think_prefix"):
+            gens = self.policy.generate(conversations, think_prefix=False)
         else:
             gens = self.policy.generate(conversations)
         return [self._summary(r, g.text) for r, g in zip(requests, gens, strict=True)]

@@ -235,10 +235,12 @@ class HFPolicy:
         """``(pixel_values, image_grid_thw)`` of frames, at this policy's pixel budget."""
         return process_images(self.image_processor, images, self.pixel_kwargs)
 
-    def encode(self, messages: Sequence[Message], add_generation_prompt: bool = True) -> Encoded:
-        """A whole conversation (plus the think prefix when generating)."""
+    def encode(self, messages: Sequence[Message], add_generation_prompt: bool = True, *,
+               think_prefix: bool | None = None) -> Encoded:  # fmt: skip
+        """A whole conversation (plus the think prefix when generating; ``think_prefix`` overrides the policy's
+        for this call, e.g. False for the weight-sharing sub-agent, which the release never prefixes)."""
         text = self.render(messages, add_generation_prompt)
-        if add_generation_prompt and self.think_prefix:
+        if add_generation_prompt and (self.think_prefix if think_prefix is None else think_prefix):
             text += THINK_PREFIX
         return self._encode_text(text, [im for m in messages for im in m.images])
 
@@ -261,10 +263,12 @@ class HFPolicy:
 
     # --- generation -----------------------------------------------------------------------------------------
     def generate_encoded(
-        self, prompts: Sequence[Encoded], *, temperature: float | None = None, max_new_tokens: int | None = None
+        self, prompts: Sequence[Encoded], *, temperature: float | None = None, max_new_tokens: int | None = None,
+        think_prefix: bool | None = None,
     ) -> list[Generation]:
         """Sample one continuation per prompt, in left-padded batches of similar length under ``batch_tokens``
-        (per-call overrides for servers); the results come back in prompt order."""
+        (per-call overrides for servers; ``think_prefix``: whether the prompts end with the forced prefix, which
+        the returned text then starts with; default the policy's); the results come back in prompt order."""
         if not prompts:
             return []
         with self._lock, torch.no_grad():
@@ -275,14 +279,15 @@ class HFPolicy:
                 self.max_new_tokens = int(max_new_tokens)
             try:
                 out: list[Generation | None] = [None] * len(prompts)
+                prefixed = self.think_prefix if think_prefix is None else think_prefix
                 for bucket in length_buckets([len(p.input_ids) for p in prompts], max_tokens=self.batch_tokens):
-                    for i, gen in zip(bucket, self._generate([prompts[i] for i in bucket]), strict=True):
+                    for i, gen in zip(bucket, self._generate([prompts[i] for i in bucket], prefixed), strict=True):
                         out[i] = gen
                 return out  # type: ignore[return-value]
             finally:
                 self.temperature, self.max_new_tokens = saved
 
-    def _generate(self, prompts: Sequence[Encoded]) -> list[Generation]:
+    def _generate(self, prompts: Sequence[Encoded], prefixed: bool) -> list[Generation]:
         inputs = self._padded_inputs(prompts, left=True)
         width = inputs["input_ids"].shape[1]
         sample = self.temperature > 0
@@ -305,7 +310,7 @@ class HFPolicy:
         logp = torch.stack([torch.log_softmax(s.float(), dim=-1) for s in out.scores], dim=1).cpu()
         chosen = logp.gather(-1, new.unsqueeze(-1)).squeeze(-1)
         gens = []
-        prefix = THINK_PREFIX if self.think_prefix else ""
+        prefix = THINK_PREFIX if prefixed else ""
         for i in range(len(prompts)):
             row = new[i].tolist()
             stop = next((j for j, t in enumerate(row) if t in self.eos_ids), None)
@@ -404,7 +409,10 @@ class HFPolicy:
         lp = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
         return torch.where(suppressed, torch.zeros_like(lp), lp)
 
-    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int | None = None) -> list[Generation]:
-        """The next assistant turn of each conversation (``max_new_tokens``: this call's cap)."""
-        return self.generate_encoded([self.encode(c) for c in conversations], max_new_tokens=max_new_tokens)
+    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int | None = None,
+                 think_prefix: bool | None = None) -> list[Generation]:  # fmt: skip
+        """The next assistant turn of each conversation (``max_new_tokens``: this call's cap; ``think_prefix``
+        overrides the policy's forced prefix for this call)."""
+        return self.generate_encoded([self.encode(c, think_prefix=think_prefix) for c in conversations],
+                                     max_new_tokens=max_new_tokens, think_prefix=think_prefix)  # fmt: skip
 

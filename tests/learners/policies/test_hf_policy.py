@@ -49,3 +49,27 @@ def test_never_samples_image_pads(tiny_qwen3):
     torch.manual_seed(1)
     for gen in policy.generate([_conversation(1)] * 4):
         assert not pads & set(gen.token_ids)
+
+
+def test_the_weight_sharing_subagent_is_never_given_the_think_prefix(tiny_qwen3):
+    """PARA-GRPO forces "<think>\\n" on the main agent only: the release's workflow and the OpenRLHF executor
+    prompt the sub-agent without it, and so does the local trainer's recorded sub-agent."""
+    from learners.policies.agent import PolicySubAgent
+    from learners.policies.hf import THINK_PREFIX
+    from paravt_env.tools.subagent import SubAgentRequest
+    from paravt_env.video import Frames
+
+    policy = HFPolicy.from_pretrained(tiny_qwen3, temperature=0.0, max_new_tokens=6, think_prefix=True)
+    frames = Frames(images=np.zeros((2, 56, 56, 3), np.uint8), timestamps=np.array([1.0, 2.0]), indices=np.array([0, 1]))
+    request = SubAgentRequest("What colour?", 0.0, 4.0, frames)
+    sub = PolicySubAgent(policy, record=True)
+    sub.batch([request])
+    [traj] = sub.trajectories
+    prefix_ids = policy.tokenizer.encode(THINK_PREFIX, add_special_tokens=False)
+    prompt_ids = traj.input_ids[: len(traj.input_ids) - traj.n_generated]
+    assert prompt_ids[-len(prefix_ids):] != prefix_ids and not traj.turn_texts[0].startswith(THINK_PREFIX)
+    assert policy.think_prefix  # the main agent keeps its prefix
+    [main_gen] = policy.generate([[Message("user", "hi")]])
+    assert main_gen.text.startswith(THINK_PREFIX)
+    [plain] = policy.generate([[Message("user", "hi")]], think_prefix=False)
+    assert not plain.text.startswith(THINK_PREFIX)
