@@ -146,7 +146,7 @@ pre { white-space: pre-wrap; background: #f4f4f4; padding: .4em; margin: .2em 0;
 </div>
 <div class="legend"><span><i class="sw" style="background:#888"></i>overview frame</span>
  <span><i class="sw" style="background:#2a9d55;opacity:.5"></i>true event / span</span>
- <span><i class="sw" style="background:#36c"></i>crop (colour = turn; hatched = not run)</span></div>
+ <span><i class="sw" style="background:#36c"></i>crop window (colour = turn; faint = not run)</span></div>
 <div id="runs"></div>
 <script type="application/json" id="records">__DATA__</script>
 <script>
@@ -190,7 +190,7 @@ function timeline(record) {
       const lo = Math.min(c.start, c.end), hi = Math.max(c.start, c.end), colour = TURN_COLOURS[i % TURN_COLOURS.length];
       const r = el("rect", {class: "crop " + c.status, "data-start": c.start, "data-end": c.end, "data-turn": i + 1,
         "data-status": c.status, x: x(lo), y: 14 + 8 * (i % 4), width: Math.max(x(hi) - x(lo), 1), height: 7,
-        fill: colour, opacity: c.status === "executed" ? 0.9 : 0.35});
+        fill: colour, stroke: "#fff", "stroke-width": 1, opacity: c.status === "executed" ? 0.9 : 0.35});
       r.append(el("title", {}, `turn ${i + 1}, call ${c.call + 1}: ${c.start}-${c.end} s, ${c.status}` +
         (c.error ? ` (${c.error})` : `, ${c.frames} frames`)));
       svg.append(r);
