@@ -74,8 +74,12 @@ class _Builder:
         self.loss_mask += [1] * len(ids)
         self.logprobs += list(gen.logprobs)
         self.struct += struct_positions(ids, self._tag_ids)
-        if gen.finish_reason == "length":  # close the cut turn so the next user turn is well formed
-            closing = self.policy.end_of_turn()
+        # The chat template closes an assistant turn with "<|im_end|>\n": a turn that stopped on <|im_end|> gets
+        # the "\n", one cut at max_new_tokens (or stopped on another end token) the whole closing, not trained.
+        closing = self.policy.end_of_turn()
+        if gen.finish_reason != "length" and ids and ids[-1] == closing[0]:
+            closing = closing[1:]
+        if closing:
             self.encoded = self.encoded.with_ids(closing)
             self._pad(len(closing))
         self.history.append(Message("assistant", gen.text))

@@ -18,7 +18,7 @@ class ScriptedTurns(HFPolicy):
         self.__dict__.update(base.__dict__)
         self.turns = turns
 
-    def generate_encoded(self, prompts):
+    def generate_encoded(self, prompts, **overrides):
         from learners.policies.base import Generation
 
         out = []
@@ -180,3 +180,28 @@ def test_generation_in_token_capped_batches_returns_each_prompt_its_own_continua
     policy.batch_tokens = min(len(p.input_ids) for p in prompts)  # every prompt alone
     apart = policy.generate_encoded(prompts)
     assert [g.token_ids for g in together] == [g.token_ids for g in apart]
+
+
+@pytest.mark.parametrize("finish", ["stop", "length"])
+def test_the_token_stream_matches_the_chat_template_at_every_turn_boundary(tiny_qwen3, finish):
+    """A turn that ended on <|im_end|> is followed by the template's "\\n" before the next <|im_start|>, as
+    apply_chat_template renders the same messages (the local stream had none: the model was trained on a
+    boundary it is never shown at inference)."""
+    from learners.policies.base import Generation, Message
+    from learners.policies.hf import HFPolicy
+    from learners.rollout import _Builder
+
+    policy = HFPolicy.from_pretrained(tiny_qwen3, temperature=0.0)
+    tok = policy.tokenizer
+    history = [Message("system", "You are a video analyst."), Message("user", "What colour is the shape?")]
+    builder = _Builder(policy, policy.encode(history), list(history))
+    reply = '<think>\nlook</think>\n<tool_call>\n{"name": "crop_video", "arguments": {"start_time": 1, "end_time": 5}}\n</tool_call>'
+    ids = tok.encode(reply, add_special_tokens=False)
+    if finish == "stop":
+        ids = ids + tok.encode("<|im_end|>", add_special_tokens=False)
+    builder.add_turn(Generation(text=reply, token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish))
+    builder.add_feedback([Message("user", "<tool_response>\nnothing\n</tool_response>")])
+    expected = policy.render(builder.history, add_generation_prompt=True)
+    assert tok.decode(builder.encoded.input_ids) == expected
+    generated = [i for i, m in enumerate(builder.loss_mask) if m]
+    assert tok.decode([builder.encoded.input_ids[i] for i in generated]) == tok.decode(ids)  # only the model's tokens
