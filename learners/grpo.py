@@ -43,6 +43,18 @@ class GRPOConfig:
     """See ``reward_scale``. Release: -0.2."""
     is_cap: float = 5.0
     """Cap on the importance weight of stale rollouts. Release: 5."""
+    reward_clip: float | None = None
+    """Clip the scaled rewards to [-clip, clip] before any normalisation; None: no clip. Release: 20 (its
+    AReaL ``reward_clip``; with scale 10 and bias -0.2 a reward above 2.02 is clipped)."""
+    std_unbiased: bool = False
+    """Group and batch std with Bessel's correction (n - 1), as the release's AReaL normalisation; False: the
+    population std."""
+    adv_eps: float = 1e-6
+    """ε added to the std when normalising advantages. Release: 1e-5."""
+    batch_norm_weighting: str = "rollout"
+    """What the batch re-normalisation (``batch_adv_norm``) averages over: "rollout" (each rollout's advantage
+    once) or "token" (each rollout's advantage once per loss token it has, the release's normalisation over
+    the batch's tokens: a long tool-using rollout pulls the mean and std as much as its tokens count)."""
     loss_aggregation: str = "token_mean"
     """"token_mean": the loss averaged over every loss token of the step's batch (the release's AReaL loss):
     every generated token weighs the same. "sequence_mean": each trajectory's token mean, then the mean over
@@ -56,24 +68,36 @@ class GRPOConfig:
             raise ValueError(f"GRPOConfig.loss_aggregation must be one of {LOSS_AGGREGATIONS}, got {self.loss_aggregation!r}")
         if not self.eps_clip > 0:
             raise ValueError(f"GRPOConfig.eps_clip must be > 0, got {self.eps_clip}")
+        if self.batch_norm_weighting not in ("rollout", "token"):
+            raise ValueError(f"GRPOConfig.batch_norm_weighting must be 'rollout' or 'token', got {self.batch_norm_weighting!r}")
+        if self.reward_clip is not None and not self.reward_clip > 0:
+            raise ValueError(f"GRPOConfig.reward_clip must be > 0 (or null), got {self.reward_clip}")
 
 
-def group_advantages(rewards: torch.Tensor, std_normalize: bool = True, eps: float = 1e-6) -> torch.Tensor:
+def group_advantages(rewards: torch.Tensor, std_normalize: bool = True, eps: float = 1e-6, *,
+                     unbiased: bool = False) -> torch.Tensor:  # fmt: skip
     """Advantages of the G rollouts of one prompt: reward minus the group mean (over the std with GRPO).
     A group whose rewards are all equal gets zero advantages (it carries no signal)."""
     rewards = rewards.float()
     centred = rewards - rewards.mean()
     if not std_normalize or rewards.numel() < 2:
         return centred
-    return centred / (rewards.std(unbiased=False) + eps)
+    return centred / (rewards.std(unbiased=unbiased) + eps)
 
 
-def batch_normalize(advantages: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """Zero-mean, unit-std advantages over the batch (a no-op on a constant batch)."""
-    std = advantages.std(unbiased=False)
-    if advantages.numel() < 2 or std < eps:
-        return advantages - advantages.mean()
-    return (advantages - advantages.mean()) / (std + eps)
+def batch_normalize(advantages: torch.Tensor, eps: float = 1e-6, *, weights: torch.Tensor | None = None,
+                    unbiased: bool = False) -> torch.Tensor:  # fmt: skip
+    """Zero-mean, unit-std advantages over the batch (a no-op on a constant batch). ``weights``: how many
+    times each entry counts (its loss tokens, for a normalisation over the batch's tokens)."""
+    a = advantages.float()
+    w = torch.ones_like(a) if weights is None else weights.float()
+    n = w.sum()
+    mean = (w * a).sum() / n
+    var = (w * (a - mean) ** 2).sum() / ((n - 1) if unbiased and n > 1 else n)
+    std = var.sqrt()
+    if a.numel() < 2 or std < eps:
+        return a - mean
+    return (a - mean) / (std + eps)
 
 
 def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, estimator: str = "k3") -> torch.Tensor:
@@ -122,4 +146,8 @@ def clipped_policy_loss(
 
 
 def scaled_rewards(rewards: torch.Tensor, config: GRPOConfig) -> torch.Tensor:
-    return rewards.float() * config.reward_scale + config.reward_bias
+    """``scale * r + bias``, clipped to ``±reward_clip`` when set (the release's order)."""
+    out = rewards.float() * config.reward_scale + config.reward_bias
+    if config.reward_clip is not None:
+        out = out.clamp(-config.reward_clip, config.reward_clip)
+    return out

@@ -26,7 +26,7 @@ import torch
 from paravt_env.gating import FRAME_BUDGETS
 from paravt_env.rewards import RewardConfig
 
-from .grpo import GRPOConfig, batch_normalize, group_advantages
+from .grpo import GRPOConfig, batch_normalize, group_advantages, scaled_rewards
 
 ANCHORING = ("sequence", "token")
 
@@ -70,12 +70,21 @@ class ParaGRPOConfig:
                             score_forced_prefix=self.prefix_scored)
 
 
-def sequence_advantages(rewards: list[list[float]], config: GRPOConfig) -> list[list[float]]:
-    """Scalar advantage per rollout: group-normalise each group's scaled rewards, then (optionally) the batch."""
-    groups = [group_advantages(torch.tensor(g) * config.reward_scale + config.reward_bias, config.std_normalize) for g in rewards]
+def sequence_advantages(rewards: list[list[float]], config: GRPOConfig,
+                        tokens: list[list[int]] | None = None) -> list[list[float]]:  # fmt: skip
+    """Scalar advantage per rollout: group-normalise each group's scaled (and clipped) rewards, then
+    (optionally) the batch, over rollouts or over tokens (``tokens``: each rollout's loss-token count, needed
+    with ``batch_norm_weighting="token"``)."""
+    groups = [group_advantages(scaled_rewards(torch.tensor(g), config), config.std_normalize, config.adv_eps,
+                               unbiased=config.std_unbiased) for g in rewards]  # fmt: skip
     flat = torch.cat(groups)
     if config.batch_adv_norm:
-        flat = batch_normalize(flat)
+        weights = None
+        if config.batch_norm_weighting == "token":
+            if tokens is None:
+                raise ValueError("batch_norm_weighting='token' needs each rollout's loss-token count")
+            weights = torch.tensor([n for g in tokens for n in g], dtype=torch.float32)
+        flat = batch_normalize(flat, config.adv_eps, weights=weights, unbiased=config.std_unbiased)
     out, i = [], 0
     for g in rewards:
         out.append(flat[i : i + len(g)].tolist())

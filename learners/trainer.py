@@ -312,11 +312,12 @@ class Trainer:
         cfg = self.cfg
         # Advantages: one scalar per rollout (sequence anchoring), or A_task + λ·struct·A_fmt per token.
         token_level = cfg.algorithm == "para_grpo" and cfg.para.anchoring == "token"
+        tokens = [[sum(t.loss_mask[1:]) for t in g] for g in groups]
         if token_level:
-            task = sequence_advantages([[t.breakdown["accuracy"] + t.breakdown["tool"] for t in g] for g in groups], cfg.grpo)
+            task = sequence_advantages([[t.breakdown["accuracy"] + t.breakdown["tool"] for t in g] for g in groups], cfg.grpo, tokens)
             fmt = [group_advantages(torch.tensor([t.breakdown["format"] for t in g]), cfg.grpo.std_normalize).tolist() for g in groups]
         else:
-            task = sequence_advantages([[t.reward for t in g] for g in groups], cfg.grpo)
+            task = sequence_advantages([[t.reward for t in g] for g in groups], cfg.grpo, tokens)
             fmt = [[0.0] * len(g) for g in groups]
         units: list[tuple[Trajectory, float, float, float]] = []  # (trajectory, A_task, A_fmt, weight of its token mean)
         for g, a_task, a_fmt in zip(groups, task, fmt, strict=True):

@@ -105,3 +105,34 @@ def test_para_grpo_reward_configs():
         ParaGRPOConfig(anchoring="word")
     with pytest.raises(ValueError, match="kl_estimator"):
         GRPOConfig(kl_estimator="k9")
+
+
+def test_release_reward_clip_std_and_token_weighted_batch_normalisation_by_hand():
+    from learners.grpo import GRPOConfig, batch_normalize, group_advantages, scaled_rewards
+
+    # scale 10, bias -0.2, clip 20: 2.5 -> 24.8 -> 20; 0 -> -0.2
+    cfg = GRPOConfig(reward_clip=20.0)
+    assert scaled_rewards(torch.tensor([2.5, 0.0]), cfg).tolist() == pytest.approx([20.0, -0.2])
+    assert scaled_rewards(torch.tensor([2.5]), GRPOConfig()).tolist() == pytest.approx([24.8])
+    # Bessel-corrected group std: [1, 0] -> centred ±0.5, std sqrt(0.5)
+    unbiased = group_advantages(torch.tensor([1.0, 0.0]), eps=1e-5, unbiased=True)
+    assert unbiased.tolist() == pytest.approx([0.5 / (0.5**0.5 + 1e-5), -0.5 / (0.5**0.5 + 1e-5)])
+    # over tokens: [1, -1] with 3 and 1 loss tokens -> mean 0.5, var (3*0.25 + 2.25)/4 = 0.75
+    by_tokens = batch_normalize(torch.tensor([1.0, -1.0]), 0.0, weights=torch.tensor([3.0, 1.0]))
+    assert by_tokens.tolist() == pytest.approx([0.5 / 0.75**0.5, -1.5 / 0.75**0.5])
+    assert batch_normalize(torch.tensor([1.0, -1.0]), 0.0).tolist() == pytest.approx([1.0, -1.0])  # per rollout
+
+
+def test_sequence_advantages_weigh_the_batch_by_tokens_when_asked():
+    cfg = GRPOConfig(reward_scale=1.0, reward_bias=0.0, batch_norm_weighting="token", adv_eps=0.0)
+    # two groups of two: group advantages ±1 each; tokens [3, 1] and [1, 1] -> weights 3, 1, 1, 1
+    adv = sequence_advantages([[1.0, 0.0], [1.0, 0.0]], cfg, tokens=[[3, 1], [1, 1]])
+    a = torch.tensor([1.0, -1.0, 1.0, -1.0])
+    w = torch.tensor([3.0, 1.0, 1.0, 1.0])
+    mean = (w * a).sum() / w.sum()
+    std = ((w * (a - mean) ** 2).sum() / w.sum()).sqrt()
+    assert [x for g in adv for x in g] == pytest.approx(((a - mean) / std).tolist(), abs=1e-5)
+    with pytest.raises(ValueError, match="needs each rollout's loss-token count"):
+        sequence_advantages([[1.0, 0.0]], cfg)
+    with pytest.raises(ValueError, match="batch_norm_weighting must be"):
+        GRPOConfig(batch_norm_weighting="sample")
