@@ -33,6 +33,11 @@ class GRPOConfig:
     """β of the KL penalty to the frozen reference policy. Release: 0.01."""
     kl_estimator: str = "k3"
     """"k1" (log-ratio) or "k3" (Schulman's unbiased, always >= 0)."""
+    kl_in_reward: bool = False
+    """Put the KL into the reward instead of the loss, as the release's AReaL does: every generated token gets
+    the reward -β·k1 (log π_old - log π_ref), summed to the episode's end (GAE with γ = λ = 1) and added to the
+    group-normalised advantage before the batch normalisation, which is then over tokens; the loss has no KL
+    term. False: β·KL (``kl_estimator``) is a loss term."""
     std_normalize: bool = True
     """Divide group advantages by the group's reward std (GRPO); False gives Dr. GRPO."""
     batch_adv_norm: bool = True
@@ -98,6 +103,14 @@ def batch_normalize(advantages: torch.Tensor, eps: float = 1e-6, *, weights: tor
     if a.numel() < 2 or std < eps:
         return a - mean
     return (a - mean) / (std + eps)
+
+
+def kl_reward_to_go(old_logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor, beta: float) -> torch.Tensor:
+    """Per token, the sum from that token to the end of ``-beta * (old_logp - ref_logp)`` over the generated
+    tokens (``mask``): the KL part of the return with γ = λ = 1. Zero where ``mask`` is 0 (prompt, tool
+    responses) in the summands; every position carries the sum of what follows it."""
+    k1 = (old_logp.float() - ref_logp.float()) * mask.float()
+    return -beta * torch.flip(torch.cumsum(torch.flip(k1, [0]), 0), [0])
 
 
 def kl_penalty(logp: torch.Tensor, ref_logp: torch.Tensor, estimator: str = "k3") -> torch.Tensor:

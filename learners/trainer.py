@@ -13,6 +13,7 @@ position, so ``--resume`` continues the run without gaps or repeats in the metri
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import logging
@@ -36,7 +37,7 @@ from paravt_env.rewards import RewardConfig
 from . import checkpoint
 from .coldstart import run_cold_start
 from .config import TrainConfig
-from .grpo import clipped_policy_loss, group_advantages, kl_penalty, masked_mean
+from .grpo import clipped_policy_loss, group_advantages, kl_penalty, kl_reward_to_go, masked_mean
 from .metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
 from .para_grpo import sequence_advantages, token_anchored_advantages
 from .policies.card import CARD_NAME, write_card
@@ -313,11 +314,15 @@ class Trainer:
         # Advantages: one scalar per rollout (sequence anchoring), or A_task + λ·struct·A_fmt per token.
         token_level = cfg.algorithm == "para_grpo" and cfg.para.anchoring == "token"
         tokens = [[sum(t.loss_mask[1:]) for t in g] for g in groups]
+        # KL in the reward (the release's form): the batch normalisation waits until the per-token KL returns
+        # are in the advantages, then runs over the batch's tokens.
+        kl_reward = cfg.grpo.kl_in_reward and cfg.grpo.kl_coef > 0
+        adv_cfg = dataclasses.replace(cfg.grpo, batch_adv_norm=False) if kl_reward else cfg.grpo
         if token_level:
-            task = sequence_advantages([[t.breakdown["accuracy"] + t.breakdown["tool"] for t in g] for g in groups], cfg.grpo, tokens)
+            task = sequence_advantages([[t.breakdown["accuracy"] + t.breakdown["tool"] for t in g] for g in groups], adv_cfg, tokens)
             fmt = [group_advantages(torch.tensor([t.breakdown["format"] for t in g]), cfg.grpo.std_normalize).tolist() for g in groups]
         else:
-            task = sequence_advantages([[t.reward for t in g] for g in groups], cfg.grpo, tokens)
+            task = sequence_advantages([[t.reward for t in g] for g in groups], adv_cfg, tokens)
             fmt = [[0.0] * len(g) for g in groups]
         units: list[tuple[Trajectory, float, float, float]] = []  # (trajectory, A_task, A_fmt, weight of its token mean)
         for g, a_task, a_fmt in zip(groups, task, fmt, strict=True):
@@ -329,12 +334,14 @@ class Trainer:
             tokens = sum(sum(tr.loss_mask[1:]) for tr, *_ in units)
             units = [(tr, at, af, sum(tr.loss_mask[1:]) / tokens) for tr, at, af, _ in units]
 
+        step, cap = max(1, cfg.optim.micro_batch), cfg.optim.micro_batch_tokens
+        token_adv = self._kl_reward_advantages(units, token_level, step, cap) if kl_reward else None
+
         # Update: one PPO-clipped step, forward/backward one length bucket of trajectories at a time
         # (``optim.micro_batch`` rows, ``optim.micro_batch_tokens`` padded tokens).
         self.policy.model.train()
         self.optimizer.zero_grad()
         stats: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}
-        step, cap = max(1, cfg.optim.micro_batch), cfg.optim.micro_batch_tokens
         for bucket in length_buckets([len(tr.encoded.input_ids) for tr, *_ in units], max_rows=step, max_tokens=cap):
             chunk = [units[i] for i in bucket]
             encoded = [tr.encoded for tr, *_ in chunk]
@@ -344,10 +351,12 @@ class Trainer:
                 with torch.no_grad():
                     refs = self.policy.batch_logprobs(encoded, model=self._reference(), micro_batch=step, max_tokens=cap)
             total = torch.zeros((), device=logps[0].device)
-            for (tr, at, af, weight), logp, ref in zip(chunk, logps, refs, strict=True):
+            for i, (tr, at, af, weight), logp, ref in zip(bucket, chunk, logps, refs, strict=True):
                 mask = torch.tensor(tr.loss_mask[1:], dtype=torch.float32, device=logp.device)
                 old = torch.tensor(tr.logprobs[1:], dtype=torch.float32, device=logp.device)
-                if token_level:
+                if token_adv is not None:
+                    adv = token_adv[i].to(logp.device)
+                elif token_level:
                     struct = torch.tensor(tr.struct_mask[1:], device=logp.device)
                     adv = token_anchored_advantages(at, af, struct, cfg.para.anchor_weight)
                 else:
@@ -356,7 +365,8 @@ class Trainer:
                 kl = torch.zeros((), device=logp.device)
                 if ref is not None:
                     kl = masked_mean(kl_penalty(logp, ref, cfg.grpo.kl_estimator), mask)
-                    loss = loss + cfg.grpo.kl_coef * kl
+                    if not kl_reward:  # in the reward form the KL is already in the advantages
+                        loss = loss + cfg.grpo.kl_coef * kl
                 total = total + weight * loss
                 stats["loss"].append(float(loss.detach()))
                 stats["kl"].append(float(kl.detach()))
@@ -367,6 +377,33 @@ class Trainer:
         self.optimizer.step()
         self.policy.model.eval()
         return {k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()}
+
+    def _kl_reward_advantages(self, units: list, token_level: bool, micro_batch: int, cap: int | None) -> list[torch.Tensor]:
+        """Per unit, per token: its group-normalised advantage (token-anchored with PARA-GRPO's token
+        anchoring) plus the KL return ``-β Σ_{t'≥t} (log π_old - log π_ref)``, then, with ``batch_adv_norm``,
+        normalised over every loss token of the batch (the release's order)."""
+        cfg = self.cfg
+        with torch.no_grad():
+            refs = self.policy.batch_logprobs([tr.encoded for tr, *_ in units], model=self._reference(),
+                                              micro_batch=micro_batch, max_tokens=cap)  # fmt: skip
+        out, masks = [], []
+        for (tr, at, af, _), ref in zip(units, refs, strict=True):
+            ref = ref.float().cpu()
+            mask = torch.tensor(tr.loss_mask[1:], dtype=torch.float32)
+            old = torch.tensor(tr.logprobs[1:], dtype=torch.float32)
+            if token_level:
+                base = token_anchored_advantages(at, af, torch.tensor(tr.struct_mask[1:]), cfg.para.anchor_weight)
+            else:
+                base = torch.full_like(mask, at)
+            out.append(base + kl_reward_to_go(old, ref, mask, cfg.grpo.kl_coef))
+            masks.append(mask)
+        if cfg.grpo.batch_adv_norm and out:
+            vals = torch.cat(out)[torch.cat(masks) > 0]  # every loss token of the batch, once
+            eps = cfg.grpo.adv_eps
+            mean = vals.mean() if vals.numel() else torch.tensor(0.0)
+            std = vals.std(unbiased=cfg.grpo.std_unbiased) if vals.numel() > 1 else torch.tensor(0.0)
+            out = [(a - mean) / (std + eps) if std >= eps else a - mean for a in out]
+        return out
 
     def _reference(self):
         """The frozen initial policy (after the cold start), for the KL penalty."""

@@ -80,15 +80,28 @@ def openrlhf_command(cfg: TrainConfig, prompts: str | Path, out: str | Path) -> 
         "--rollout.n_samples_per_prompt", str(r.group_size), "--rollout.batch_size", str(r.prompts_per_step),
         "--rollout.temperature", str(r.temperature), "--rollout.max_new_tokens", str(r.max_new_tokens),
         "--algo.advantage.estimator", "group_norm" if g.std_normalize else "dr_grpo",
-        "--algo.kl.init_coef", str(g.kl_coef), "--algo.kl.estimator", g.kl_estimator, "--algo.kl.use_loss",
+        "--algo.kl.init_coef", str(g.kl_coef), "--algo.kl.estimator", "k1" if g.kl_in_reward else g.kl_estimator,
+        "--actor.loss_agg_mode", "token-mean" if g.loss_aggregation == "token_mean" else "seq-mean-token-mean",
         "--actor.eps_clip", str(g.eps_clip),
         "--actor.adam.lr", str(o.lr), "--actor.adam.weight_decay", str(o.weight_decay), "--actor.max_norm", str(o.grad_clip),
         "--ds.param_dtype", "bf16" if cfg.model.dtype == "bf16" else "fp16",
         "--train.seed", str(cfg.seed), "--ckpt.output_dir", str(out), "--ckpt.save_steps", str(cfg.save_every),
     ]  # fmt: skip
+    if not g.kl_in_reward:  # OpenRLHF's default is the release's form: k1 KL in the reward (GAE, γ = λ = 1)
+        cmd.append("--algo.kl.use_loss")
+    # The agent function returns raw rewards (no scale, no bias: OpenRLHF's group_norm is invariant to both), so
+    # the clip on scaled rewards becomes the same clip in raw units; without one, OpenRLHF's default ±10 holds.
+    if g.reward_clip is not None:
+        lo, hi = ((c - g.reward_bias) / g.reward_scale for c in (-g.reward_clip, g.reward_clip))
+        cmd += ["--reward.clip_range", f"{lo:g}", f"{hi:g}"]
     if cfg.model.gradient_checkpointing:
         cmd.append("--actor.gradient_checkpointing_enable")
     return cmd
+
+
+NOT_EXPRESSIBLE = ("grpo.std_unbiased", "grpo.adv_eps", "grpo.batch_norm_weighting", "grpo.batch_adv_norm",
+                   "grpo.reward_scale / reward_bias under dr_grpo", "grpo.is_cap")  # fmt: skip
+"""Settings the OpenRLHF command cannot carry (OpenRLHF's own advantage normalisation applies instead)."""
 
 
 def launch(cfg: TrainConfig, samples: list[VideoQASample], out: str | Path, dry_run: bool = False) -> int:

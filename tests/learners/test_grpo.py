@@ -136,3 +136,13 @@ def test_sequence_advantages_weigh_the_batch_by_tokens_when_asked():
         sequence_advantages([[1.0, 0.0]], cfg)
     with pytest.raises(ValueError, match="batch_norm_weighting must be"):
         GRPOConfig(batch_norm_weighting="sample")
+
+
+def test_kl_reward_to_go_by_hand():
+    from learners.grpo import kl_reward_to_go
+
+    old = torch.tensor([0.0, -1.0, -2.0, -0.5, -1.5])
+    ref = torch.tensor([0.0, -1.1, -2.2, -0.5, -1.8])  # k1 = old - ref = [0, .1, .2, 0, .3]
+    mask = torch.tensor([0.0, 1.0, 1.0, 0.0, 1.0])  # the 4th token is a tool response: not the policy's
+    got = kl_reward_to_go(old, ref, mask, beta=0.01)
+    assert got.tolist() == pytest.approx([-0.006, -0.006, -0.005, -0.003, -0.003])

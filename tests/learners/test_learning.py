@@ -25,12 +25,12 @@ def _arm_probability(policy, prompt, arm: int, other: int) -> float:
     return float(torch.softmax(logits[[arm, other]], dim=-1)[0])
 
 
-def _train(tmp_path, synth_small, tiny_qwen3, sign: float, algorithm: str) -> tuple[float, float, list[float]]:
+def _train(tmp_path, synth_small, tiny_qwen3, sign: float, algorithm: str, extra: tuple = ()) -> tuple[float, float, list[float]]:
     data_dir, _ = synth_small
     cfg = load_recipe("tiny_cpu", [
         f"model.path={tiny_qwen3}", f"data.path={data_dir}", "data.heldout_n=0", "perception.steps=0",
         "sft.steps=0", "optim.lr=3e-3", "rollout.max_new_tokens=1", f"rollout.group_size={SIZE}",
-        f"rollout.prompts_per_step={GROUPS}", f"algorithm={algorithm}", "seed=0",
+        f"rollout.prompts_per_step={GROUPS}", f"algorithm={algorithm}", "seed=0", *extra,
     ])  # fmt: skip
     trainer = Trainer(cfg, tmp_path / f"{algorithm}_{sign:+.0f}", progress=False)
     try:
@@ -57,11 +57,16 @@ def _train(tmp_path, synth_small, tiny_qwen3, sign: float, algorithm: str) -> tu
         trainer.close()
 
 
-@pytest.mark.parametrize("algorithm", ["para_grpo", "grpo"])
-def test_grpo_updates_raise_the_reward_and_a_negated_reward_lowers_it(tmp_path, synth_small, tiny_qwen3, algorithm):
-    before, after, rewards = _train(tmp_path, synth_small, tiny_qwen3, +1.0, algorithm)
+RELEASE_ADVANTAGES = ("grpo.kl_in_reward=true", "grpo.batch_norm_weighting=token", "grpo.std_unbiased=true",
+                      "grpo.adv_eps=1e-5", "grpo.reward_clip=20")  # fmt: skip
+
+
+@pytest.mark.parametrize(("algorithm", "extra"), [("para_grpo", ()), ("grpo", ()), ("para_grpo", RELEASE_ADVANTAGES)],
+                         ids=["para_grpo", "grpo", "para_grpo-release-advantages"])  # fmt: skip
+def test_grpo_updates_raise_the_reward_and_a_negated_reward_lowers_it(tmp_path, synth_small, tiny_qwen3, algorithm, extra):
+    before, after, rewards = _train(tmp_path, synth_small, tiny_qwen3, +1.0, algorithm, extra)
     assert 0.2 < before < 0.8, before  # a fair start: both arms get sampled
     assert after > before + 0.2, (before, after, rewards)
-    before_neg, after_neg, _ = _train(tmp_path, synth_small, tiny_qwen3, -1.0, algorithm)
+    before_neg, after_neg, _ = _train(tmp_path, synth_small, tiny_qwen3, -1.0, algorithm, extra)
     assert before_neg == pytest.approx(before)
     assert after_neg < before_neg - 0.2, (before_neg, after_neg)

@@ -30,6 +30,13 @@ def test_command_maps_the_released_recipe():
                      "--actor.gradient_checkpointing_enable", "--ds.param_dtype bf16"):  # fmt: skip
         assert expected in args, expected
     assert cmd[cmd.index("--train.agent_func_path") + 1].endswith("learners/openrlhf/agent_func.py")
+    # the release's KL form (k1 in the reward: no --algo.kl.use_loss), token-mean loss, the ±20 clip on scaled
+    # rewards as the same clip on the raw rewards the agent function returns ((±20 + 0.2) / 10)
+    assert "--algo.kl.estimator k1" in args and "--algo.kl.use_loss" not in cmd
+    assert "--actor.loss_agg_mode token-mean" in args and "--reward.clip_range -1.98 2.02" in args
+    loss_form = openrlhf_command(load_recipe("paragrpo_qwen3vl_8b", ["grpo.kl_in_reward=false", "grpo.kl_estimator=k3",
+                                 "grpo.loss_aggregation=sequence_mean"]), "p.jsonl", "out")  # fmt: skip
+    assert "--algo.kl.use_loss" in loss_form and "seq-mean-token-mean" in loss_form
     assert max_images(cfg) == 64  # sub-agent mode: only the overview reaches the main agent
     frames = load_recipe("paragrpo_qwen3vl_8b", ["env.tool_result=frames"])
     assert max_images(frames) == 64 + 5 * 16 * 2
