@@ -28,7 +28,6 @@ from typing import Any
 
 from .data.release_questions import release_fields, release_question
 from .data.sample import VideoQASample
-from .protocol import parse_response
 from .protocol.markers import IMAGE_PLACEHOLDER
 from .protocol.release import (
     FORCED_FINAL,
@@ -36,6 +35,7 @@ from .protocol.release import (
     RL_TOOLS_SYSTEM,
     ReleaseCallError,
     crop_error,
+    hermes_calls,
     is_agentic,
     release_calls,
     release_system_prompt,
@@ -168,12 +168,14 @@ class ReleaseRLEpisode:
       or starting past the video fails, an end past it is clamped; the crop's frames go to the sub-agent with
       the release's prompt (the window only) and its reply comes back as ``<tool_response>\n{summary}\n
       </tool_response>`` in a user message of its own;
-    - up to ``max_turns + 1`` generations, no forced final message: a turn without a call ends the episode.
+    - calls are read as the release's Hermes parser reads them, all or nothing (``hermes_calls``): one
+      malformed ``<tool_call>`` and the turn has no call, which ends the episode;
+    - up to ``max_turns + 1`` generations, no forced final message: a turn without a call ends the episode; the
+      calls of the last generation still run (their sub-agent generations happen), then the episode ends
+      without an answer, so its task reward is that of no answer.
 
     The release appends a failed call's ``[Error: crop_video failed]`` to the token stream outside any message;
-    here it is a user message of that text (a chat conversation cannot hold tokens outside a message). Calls are
-    read with our parser, which reads every form the release's Hermes parser does (JSON, ``<tool_code>`` with
-    keyword or positional arguments, ``print`` wrappers, stray quotes).
+    here it is a user message of that text (a chat conversation cannot hold tokens outside a message).
     """
 
     def __init__(self, sample: VideoQASample, reader: VideoReader, *, max_turns: int, subagent: Any,
@@ -194,9 +196,10 @@ class ReleaseRLEpisode:
 
     def step(self, text: str, pool: ThreadPoolExecutor) -> ReleaseTurn:
         self.turns += 1
-        calls = parse_response(text).tool_calls
-        if not calls or self.turns > self.max_turns:
-            return ReleaseTurn(done=True, final=text, requested=len(calls))
+        calls = hermes_calls(text)
+        if not calls:
+            return ReleaseTurn(done=True, final=text)
+        last = self.turns > self.max_turns  # the workflow runs these calls, then its loop ends
         t0 = time.perf_counter()
         windows = [self._window(c) for c in calls]
         crops = list(pool.map(lambda w: release_crop(self.reader, *w) if w else Frames.empty(), windows))
@@ -216,6 +219,8 @@ class ReleaseRLEpisode:
         turn.failed = len(calls) - turn.executed
         turn.messages = [message("user", t, parts=True) for t in texts]
         turn.wall_s = time.perf_counter() - t0
+        if last:
+            turn.done, turn.final = True, text
         return turn
 
     def _window(self, call) -> tuple[float, float] | None:

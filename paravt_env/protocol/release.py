@@ -326,6 +326,53 @@ def raw_release_calls(text: str) -> list[Any]:
     return calls
 
 
+_HERMES_RE = re.compile(r"<tool_call>(.*?)</tool_call>|<tool_call>(.*)", re.DOTALL)
+
+
+@dataclass
+class HermesCall:
+    """One call as the release's RL workflow reads it (its Hermes tool parser)."""
+
+    name: Any
+    arguments: dict[str, Any]
+
+    @property
+    def start_time(self) -> float | None:
+        return _seconds(self.arguments.get("start_time"))
+
+    @property
+    def end_time(self) -> float | None:
+        return _seconds(self.arguments.get("end_time"))
+
+
+def _seconds(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return x if x == x and abs(x) != float("inf") else None
+
+
+def hermes_calls(text: str) -> list[HermesCall]:
+    """The calls of one generation as the release's RL workflow parses them (``paravt/rl/workflow.py`` through
+    its Hermes tool parser): every ``<tool_call>`` block, closed or running to the end of the text, must hold a
+    JSON object with ``name`` and object ``arguments``; if any one does not, the turn has no call at all (the
+    parser fails as a whole and the episode ends). ``<tool_code>`` is not read."""
+    calls = []
+    for closed, unclosed in _HERMES_RE.findall(text):
+        try:
+            body = json.loads(closed or unclosed)
+            name, arguments = body["name"], body["arguments"]
+        except (ValueError, KeyError, TypeError, RecursionError):
+            return []
+        if not isinstance(arguments, dict):
+            return []
+        calls.append(HermesCall(name, arguments))
+    return calls
+
+
 def release_calls(text: str, max_parallel: int) -> list[ReleaseCall]:
     """The crops the release's driver runs for one reply: the first ``max_parallel`` calls (all when
     ``max_parallel <= 0``), times defaulting to start 0 and end start + 10. Raises ``ReleaseCallError`` where
@@ -347,6 +394,8 @@ def release_calls(text: str, max_parallel: int) -> list[ReleaseCall]:
 
 
 __all__ = [
+    "HermesCall",
+    "hermes_calls",
     "DEFAULT_MAX_TOKENS",
     "FORCED_FINAL",
     "MAX_TOOL_RESPONSE_TOKENS",

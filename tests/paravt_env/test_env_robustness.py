@@ -255,7 +255,8 @@ def test_fuzz_actions_never_raise_under_every_protocol_and_mode(env_samples, mod
     # The fuzz reached every path: crops ran, episodes ended (with frames, both ways: in the other modes a turn
     # cap ends the episode as terminated, the release forcing an answer)
     print(f"fuzz {mode}: {counts}")
-    assert counts["crops_executed"] > 30 and counts["episodes"] > 60
+    # the release's RL parser is all or nothing: fuzzed turns mix good and broken calls, so few crops run there
+    assert counts["crops_executed"] > (0 if mode == "release-subagent" else 30) and counts["episodes"] > 60
     assert counts["truncated"] > 3 or mode != "paravt-frames"
 
 

@@ -311,6 +311,24 @@ def test_rl_episode_starts_from_the_parquet_prompt_and_prompts_the_subagent_as_r
     assert req.user_text() == "<image>" * len(req.frames) + release_subagent_prompt(2.0, 15.0)
     assert release_subagent_prompt(65.5, 130.2).startswith(
         "You are analyzing a video segment from 01:05 to 02:10 (duration: 64.7 seconds).\n\n")
-    *_, done, _, info = env.step(action)  # max_turns + 1 generations: this one ends the episode
-    assert done and len(asked) == 1 and info["final_response"] == action
+    *_, done, _, info = env.step(action)  # max_turns + 1 generations: its calls run, then the episode ends
+    assert done and len(asked) == 2 and info["final_response"] == action and info["tool_calls"]["executed"] == 1
+    assert info["reward_breakdown"]["accuracy"] == 0.0  # no answer: no task reward
     env.close()
+
+
+def test_rl_calls_are_read_all_or_nothing_as_the_release_hermes_parser_reads_them():
+    from paravt_env.protocol.release import hermes_calls
+
+    good = '<tool_call>{"name": "crop_video", "arguments": {"start_time": 1, "end_time": "4"}}</tool_call>'
+    [call] = hermes_calls("<think>x</think>" + good)
+    assert (call.name, call.start_time, call.end_time) == ("crop_video", 1.0, 4.0)
+    # one malformed block: no call at all (the parser fails as a whole and the episode ends)
+    assert hermes_calls(good + '<tool_call>{"name": "crop_video", "arguments": {"start_time": 1,</tool_call>') == []
+    assert hermes_calls(good + '<tool_call>{"name": "crop_video"}</tool_call>') == []  # no arguments
+    assert hermes_calls(good + '<tool_call>["crop_video"]</tool_call>') == []
+    # an unclosed last block counts when what follows it is one JSON object, and fails the turn when it is cut
+    assert len(hermes_calls(good + '<tool_call>{"name": "crop_video", "arguments": {"start_time": 5, "end_time": 9}}')) == 2
+    assert hermes_calls(good + '<tool_call>{"name": "crop_video", "argu') == []
+    # <tool_code> is the eval driver's form, not the RL workflow's
+    assert hermes_calls("<tool_code>crop_video(start_time=1, end_time=4)</tool_code>") == []
