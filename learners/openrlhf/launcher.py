@@ -61,7 +61,7 @@ def max_images(cfg: TrainConfig) -> int:
     """Overview frames (the largest gated K) plus every crop frame the main agent can receive."""
     e = cfg.env
     gating = cfg.algorithm == "para_grpo" and cfg.para.nframes_gating
-    k = max(e.frame_budget, *(cfg.para.gating_choices if gating else ()))
+    k = max([e.frame_budget, *(cfg.para.gating_choices if gating else ())])
     crops = 0 if e.tool_result == "subagent" else e.max_parallel * e.crop_max_frames * max(e.max_turns - 1, 0)
     return k + crops
 

@@ -105,3 +105,33 @@ def test_train_from_the_released_data_end_to_end(sft_dir, tmp_path_factory):
     assert metrics["step"] == 1 and np.isfinite(metrics["loss"])
     config = json.loads((run / "config.json").read_text())
     assert config["env"]["protocol"] == "release" and config["sft"]["data"] == str(sft_dir)
+
+
+@pytest.mark.parametrize("recipe", ["paragrpo_qwen3vl_8b_release", "vanilla_grpo_qwen3vl_8b_release"])
+def test_the_release_recipes_train_under_the_release_protocol(recipe, sft_dir, tiny_qwen3, tmp_path, capsys):
+    """The release recipes as they are (protocol, sub-agent, KL in the reward, token-weighted normalisation,
+    clip), on a tiny model and CPU: one step trains; the OpenRLHF dry run carries the same KL form."""
+    from learners.config import load_recipe
+    from scripts.cli import main
+
+    cfg = load_recipe(recipe)
+    assert (cfg.env.protocol, cfg.env.tool_result, cfg.rollout.prompts_per_step, cfg.rollout.group_size) == ("release", "subagent", 7, 8)
+    assert cfg.grpo.kl_in_reward and cfg.grpo.batch_norm_weighting == "token" and cfg.grpo.reward_clip == 20.0
+    rows = json.loads((FIXTURE.parents[1] / "paravt" / "paravt_rl_rows.json").read_text())[:1]
+    (tmp_path / "rl.json").write_text(json.dumps(rows))
+    target = tmp_path / "videos" / rows[0]["videos"][0]["video"]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(sft_dir / "videos" / "v1.mp4", target)
+    run = tmp_path / "run"
+    rc = main(["train", "--recipe", recipe, "--out", str(run), "--no-progress", f"model.path={tiny_qwen3}",
+               "model.dtype=fp32", "model.device=cpu", "model.gradient_checkpointing=false",
+               f"data.path={tmp_path / 'rl.json'}", f"data.video_root={tmp_path / 'videos'}", "data.heldout_n=0",
+               "steps=1", "rollout.prompts_per_step=1", "rollout.group_size=2", "rollout.max_new_tokens=24"])  # fmt: skip
+    assert rc == 0
+    [metrics] = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert metrics["step"] == 1 and np.isfinite(metrics["loss"]) and np.isfinite(metrics["kl"])
+    capsys.readouterr()
+    assert main(["train", "--backend", "openrlhf", "--recipe", recipe, "--out", str(tmp_path / "o"), "--dry-run",
+                 f"data.path={tmp_path / 'rl.json'}", f"data.video_root={tmp_path / 'videos'}"]) == 0  # fmt: skip
+    command = capsys.readouterr().out
+    assert "--algo.kl.estimator k1" in command and "--algo.kl.use_loss" not in command
