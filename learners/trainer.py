@@ -313,16 +313,16 @@ class Trainer:
         cfg = self.cfg
         # Advantages: one scalar per rollout (sequence anchoring), or A_task + λ·struct·A_fmt per token.
         token_level = cfg.algorithm == "para_grpo" and cfg.para.anchoring == "token"
-        tokens = [[sum(t.loss_mask[1:]) for t in g] for g in groups]
+        token_counts = [[sum(t.loss_mask[1:]) for t in g] for g in groups]  # per rollout, for token-weighted norms
         # KL in the reward (the release's form): the batch normalisation waits until the per-token KL returns
         # are in the advantages, then runs over the batch's tokens.
         kl_reward = cfg.grpo.kl_in_reward and cfg.grpo.kl_coef > 0
         adv_cfg = dataclasses.replace(cfg.grpo, batch_adv_norm=False) if kl_reward else cfg.grpo
         if token_level:
-            task = sequence_advantages([[t.breakdown["accuracy"] + t.breakdown["tool"] for t in g] for g in groups], adv_cfg, tokens)
+            task = sequence_advantages([[t.breakdown["accuracy"] + t.breakdown["tool"] for t in g] for g in groups], adv_cfg, token_counts)
             fmt = [group_advantages(torch.tensor([t.breakdown["format"] for t in g]), cfg.grpo.std_normalize).tolist() for g in groups]
         else:
-            task = sequence_advantages([[t.reward for t in g] for g in groups], adv_cfg, tokens)
+            task = sequence_advantages([[t.reward for t in g] for g in groups], adv_cfg, token_counts)
             fmt = [[0.0] * len(g) for g in groups]
         units: list[tuple[Trajectory, float, float, float]] = []  # (trajectory, A_task, A_fmt, weight of its token mean)
         for g, a_task, a_fmt in zip(groups, task, fmt, strict=True):
