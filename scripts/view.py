@@ -18,5 +18,5 @@ def run(args: argparse.Namespace) -> int:
 
     path, counts = write_view(args.dir, args.out, thumbs=not args.no_thumbnails)
     note = f", {counts['without_record']} rows without an episode record" if counts["without_record"] else ""
-    print(f"{path}: {counts['episodes']} episodes from {counts["runs"]} record file(s) (evaluations, rollout steps){note}")
+    print(f"{path}: {counts['episodes']} episodes from {counts['runs']} record file(s) (evaluations, rollout steps){note}")
     return 0
