@@ -134,7 +134,7 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
             if cfg.sft.data:  # the released SFT conversations (lmms-engine schema)
                 from .release_sft import release_sft_trajectories
 
-                data, missed = release_sft_trajectories(policy, cfg.sft.data, cfg.sft.data_limit)
+                data, missed = release_sft_trajectories(policy, cfg.sft.data, cfg.sft.data_limit, cfg.sft.video_root)
             else:
                 data, missed = teacher_episodes(policy, list(perception_samples or samples), cfg, progress=progress)
             calls = sum(1 for t in data if t.tool_calls)

@@ -186,6 +186,9 @@ class SFTConfig:
     release cold-starts ParaVT-8B (500 steps at lr 2e-5 there)."""
     data_limit: int | None = None
     """Read at most this many rows of ``data`` (None: all)."""
+    video_root: str | None = None
+    """Where the relative media paths of ``data`` (videos, frames) resolve first, before the data file's own
+    folder (as ``data.video_root`` for the RL data)."""
 
 
 @dataclass

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,13 +80,19 @@ def _url(part: dict, kind: str, where: str) -> str:
     return url.removeprefix("file://")
 
 
-def _resolve(url: str, folder: Path) -> Path:
+def _resolve(url: str, folder: Path | Sequence[Path]) -> Path:
+    """An absolute path as is; a relative one under the first of the roots ``folder`` where it exists (else
+    under the first root, so the error names where it was expected)."""
     p = Path(url).expanduser()
-    return p if p.is_absolute() else folder / p
+    if p.is_absolute():
+        return p
+    roots = [folder] if isinstance(folder, Path) else list(folder)
+    return next((r / p for r in roots if (r / p).exists()), roots[0] / p)
 
 
-def parse_row(row: Any, where: str, folder: Path) -> SFTConversation:
-    """One row as messages; media are read here (``FileNotFoundError`` / ``VideoDecodeError`` when missing)."""
+def parse_row(row: Any, where: str, folder: Path | Sequence[Path]) -> SFTConversation:
+    """One row as messages; media paths resolve under ``folder`` (a path or several, first match wins) and are
+    read here (``FileNotFoundError`` / ``VideoDecodeError`` when missing)."""
     if not isinstance(row, dict) or "messages" not in row:
         keys = sorted(row) if isinstance(row, dict) else type(row).__name__
         raise DataFormatError(f"{where}: an SFT row needs field 'messages' (got {keys})")
@@ -130,8 +137,10 @@ def parse_row(row: Any, where: str, folder: Path) -> SFTConversation:
     return SFTConversation(out, where)
 
 
-def read_release_sft(spec: str | Path, limit: int | None = None) -> tuple[list[SFTConversation], list[str]]:
-    """Every readable row of the files ``spec`` names, and one line per skipped row (missing media)."""
+def read_release_sft(spec: str | Path, limit: int | None = None,
+                     video_root: str | Path | None = None) -> tuple[list[SFTConversation], list[str]]:  # fmt: skip
+    """Every readable row of the files ``spec`` names, and one line per skipped row (missing media). Relative
+    media paths resolve under ``video_root`` first (``sft.video_root``), then beside their data file."""
     conversations, skipped = [], []
     for path in release_sft_files(spec):
         for where, row in read_rows(path):
@@ -139,7 +148,8 @@ def read_release_sft(spec: str | Path, limit: int | None = None) -> tuple[list[S
                 return conversations, skipped
             label = f"{path}: {where}"
             try:
-                conversations.append(parse_row(row, label, path.parent))
+                roots = [Path(video_root).expanduser(), path.parent] if video_root else [path.parent]
+                conversations.append(parse_row(row, label, roots))
             except (FileNotFoundError, VideoDecodeError, QwenSamplingError, OSError) as exc:
                 skipped.append(f"{label}: {exc}")
     if skipped:
@@ -182,9 +192,10 @@ def conversation_trajectory(policy: HFPolicy, conversation: SFTConversation) -> 
                       tool_calls=sum(t.count("<tool_call>") for t in builder.texts))  # fmt: skip
 
 
-def release_sft_trajectories(policy: HFPolicy, spec: str | Path, limit: int | None = None) -> tuple[list[Trajectory], int]:
+def release_sft_trajectories(policy: HFPolicy, spec: str | Path, limit: int | None = None,
+                             video_root: str | Path | None = None) -> tuple[list[Trajectory], int]:  # fmt: skip
     """Trajectories of every readable row (and how many rows were skipped)."""
-    conversations, skipped = read_release_sft(spec, limit)
+    conversations, skipped = read_release_sft(spec, limit, video_root)
     return [conversation_trajectory(policy, c) for c in conversations], len(skipped)
 
 

@@ -47,6 +47,18 @@ def test_rows_become_conversations_with_frames_and_skips_are_counted(sft_dir):
     assert conversations[1].messages[0].text == "A question with a plain-string content and no media."
 
 
+def test_media_resolve_under_the_video_root_first(sft_dir, tmp_path):
+    elsewhere = tmp_path / "data_only"
+    elsewhere.mkdir()
+    shutil.copy(sft_dir / "sft_rows.json", elsewhere / "rows.json")  # the rows without their media beside them
+    with pytest.warns(UserWarning, match=r"skipped 2 SFT rows .*data_only/videos/v1.mp4"):
+        conversations, _ = read_release_sft(elsewhere / "rows.json")
+    assert len(conversations) == 1  # only the row without media
+    with pytest.warns(UserWarning, match="skipped 1 SFT rows"):
+        conversations, skipped = read_release_sft(elsewhere / "rows.json", video_root=sft_dir)
+    assert len(conversations) == 2 and "missing.mp4" in skipped[0] and len(conversations[0].messages[1].images) == 10
+
+
 def test_messages_as_json_text_in_parquet_and_schema_errors(sft_dir, tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
