@@ -102,7 +102,7 @@ def train_sft(policy: HFPolicy, data: list[Trajectory], cfg: TrainConfig, *, reh
     return train_cross_entropy(policy, data, sft_loss, steps=s.steps, batch=s.batch, lr=s.lr,
                                grad_clip=cfg.optim.grad_clip, seed=cfg.seed, stage="sft", rehearsal=rehearsal or (),
                                rehearsal_loss=example_loss, rehearse=s.rehearsal, progress=progress,
-                               schedule=s.lr_schedule, warmup_ratio=s.warmup_ratio)  # fmt: skip
+                               schedule=s.lr_schedule, warmup_ratio=s.warmup_ratio, weight_decay=s.weight_decay)  # fmt: skip
 
 
 def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainConfig, out: str | Path, *,

@@ -180,6 +180,8 @@ class SFTConfig:
     left it (p(crop) 0.10 for a teacher that cropped in 30 % of its misses)."""
     warmup_ratio: float = 0.05
     """Share of the steps with linear warm-up (release: 0.05)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay of the cold start (release's SFT: 0.01; the CPU recipes train without)."""
     data: str | None = None
     """The released SFT data instead of teacher episodes: a parquet / JSON(L) file, folder or glob in
     lmms-engine's chat schema (``ParaVT/ParaVT-Parquet``, config ``sft``; ``learners.release_sft``), as the
@@ -319,6 +321,8 @@ def check_counts(cfg: TrainConfig) -> None:
     for key, value in (("rollout.batch_tokens", cfg.rollout.batch_tokens), ("optim.micro_batch_tokens", cfg.optim.micro_batch_tokens)):
         if value is not None and value < 1:
             raise ValueError(f"recipe key {key} must be at least 1 (or null: no cap), got {value}")
+    if cfg.sft.weight_decay < 0:
+        raise ValueError(f"recipe key sft.weight_decay must be >= 0, got {cfg.sft.weight_decay}")
     if not 0.0 <= cfg.sft.warmup_ratio < 1.0:
         raise ValueError(f"recipe key sft.warmup_ratio must lie in [0, 1), got {cfg.sft.warmup_ratio}")
     from .sft import SCHEDULES

@@ -101,16 +101,16 @@ def train_cross_entropy(
     policy: HFPolicy, items: Sequence[Any], loss: Callable[[HFPolicy, Any], torch.Tensor], *, steps: int, batch: int,
     lr: float, grad_clip: float, seed: int, stage: str, rehearsal: Sequence[Any] = (),
     rehearsal_loss: Callable[[HFPolicy, Any], torch.Tensor] | None = None, rehearse: int = 0, progress: bool = False,
-    schedule: str = "constant", warmup_ratio: float = 0.0,
+    schedule: str = "constant", warmup_ratio: float = 0.0, weight_decay: float = 0.0,
 ) -> list[dict]:
-    """``steps`` AdamW steps (no weight decay), each accumulating ``batch`` items of ``items`` (reshuffled every
+    """``steps`` AdamW steps (``weight_decay``, default none), each accumulating ``batch`` items of ``items`` (reshuffled every
     pass; every loss token of ``items`` weighs the same: ``loss`` is an item's token mean, weighted here by its
     token count over ``batch`` times the items' mean count; items have a ``loss_mask``) plus ``rehearse`` items drawn from ``rehearsal``, the
     learning rate on ``schedule`` ("constant", or "cosine" after ``warmup_ratio`` of linear warm-up); returns
     ``{"stage", "step", "loss", "lr"}`` rows (the loss of ``items`` only). The model is left in eval mode."""
     if steps <= 0 or not items:
         return []
-    opt = torch.optim.AdamW(policy.model.parameters(), lr=lr, weight_decay=0.0)
+    opt = torch.optim.AdamW(policy.model.parameters(), lr=lr, weight_decay=weight_decay)
     sched = lr_scheduler(opt, schedule, steps, warmup_ratio)
     norm = batch * sum(max(1, sum(item.loss_mask[1:])) for item in items) / len(items)
     rng = random.Random(seed)

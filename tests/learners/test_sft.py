@@ -69,3 +69,21 @@ def test_schedules_warm_up_then_decay_or_hold_and_unknown_names_are_refused():
     assert constant[0] == 0.0 and constant[2:] == [1.0] * 18
     with pytest.raises(ValueError, match="unknown lr schedule 'linear'"):
         lrs("linear")
+
+
+def test_weight_decay_shrinks_weights_the_loss_does_not_touch():
+    """AdamW's decoupled decay: a parameter the loss does not move (``filler``, zero gradient) shrinks by
+    lr * wd per step with decay and stays put without."""
+
+    def decision_only(policy: _Policy, ep: _Episode) -> torch.Tensor:
+        ce = torch.nn.functional.cross_entropy(policy.model.decision[None], torch.tensor([int(ep.crop)]))
+        return ce + 0.0 * policy.model.filler.sum()
+
+    items = [_Episode(True, [0, 1])] * 4
+    for wd, expected in ((0.0, 1.0), (0.5, (1 - 0.1 * 0.5) ** 10)):
+        policy = _Policy()
+        with torch.no_grad():
+            policy.model.filler.fill_(1.0)
+        train_cross_entropy(policy, items, decision_only, steps=10, batch=1, lr=0.1, grad_clip=10.0, seed=0,
+                            stage="sft", weight_decay=wd)  # fmt: skip
+        assert policy.model.filler.detach().tolist() == pytest.approx([expected] * 2, rel=1e-5)
