@@ -52,7 +52,7 @@ def test_records_hold_every_crop_the_env_ran(evaluated):
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs chromium (apt-get install chromium; .ci/run does)")
 def test_the_page_draws_every_window_of_the_records_in_a_real_browser(evaluated, tmp_path):
     assert main(["view", str(evaluated), "--out", str(tmp_path / "v.html")]) == 0
-    proc = subprocess.run(["chromium", "--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0",
+    proc = subprocess.run(["chromium", "--headless", "--disable-gpu", "--no-sandbox", "--disable-dev-shm-usage", "--enable-logging=stderr", "--v=0",
                            "--dump-dom", (tmp_path / "v.html").as_uri()], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 0
     assert not re.findall(r"CONSOLE.*", proc.stderr), proc.stderr  # no error, no log: the script ran clean
