@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .eval_store import CONFIG
+
 DURATION_BUCKETS = (
     (0, 120, "0-2 min"),
     (120, 600, "2-10 min"),
@@ -18,7 +20,6 @@ DURATION_BUCKETS = (
     (1800, math.inf, "30+ min"),
 )
 IOU_THRESHOLDS = (0.3, 0.5, 0.7)
-CONFIG = "eval_config.json"  # the store's name for the run configuration (eval_store.CONFIG)
 
 
 def _mean(values) -> float:

@@ -68,9 +68,7 @@ class ResultsWriter:
         self.path = path
         # Rewrite the file with its complete lines only, so a half-written last line cannot glue itself to
         # the next result.
-        tmp = path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(json.dumps(r) + "\n" for r in existing), encoding="utf-8")
-        os.replace(tmp, path)
+        storage.write_text_atomic(path, "".join(json.dumps(r) + "\n" for r in existing))
         self._lock = threading.Lock()
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
 

@@ -18,6 +18,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from paravt_env.config import flatten_dotted
+
 SCORER = "paravt-score/1"
 """Version of ``score_prediction`` / ``is_correct`` (bump when scoring changes); the release protocol's rows
 are scored by ``release_score`` and say so."""
@@ -77,16 +79,6 @@ def fingerprint(config: dict[str, Any], rows: list[dict[str, Any]], settings: di
     }  # fmt: skip
 
 
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def _load(run: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     from .evaluation import read_results
 
@@ -103,7 +95,7 @@ def diff_runs(a: str | Path, b: str | Path) -> str:
     fa, rows_a = _load(Path(a))
     fb, rows_b = _load(Path(b))
     lines = [f"# paravt eval diff\n\nA = `{a}`\nB = `{b}`\n"]
-    flat_a, flat_b = _flat(fa), _flat(fb)
+    flat_a, flat_b = flatten_dotted(fa), flatten_dotted(fb)
     changed = sorted(k for k in flat_a.keys() | flat_b.keys() if flat_a.get(k) != flat_b.get(k))
     if not fa or not fb:
         lines.append("One run has no fingerprint (written before fingerprints existed): only the samples are compared.\n")

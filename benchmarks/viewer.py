@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from paravt_env.records import finite
+from paravt_env.storage import write_text_atomic
 
 THUMB_HEIGHT = 48
 """Thumbnail height in pixels."""
@@ -115,9 +116,7 @@ def write_view(root: str | Path, out: str | Path | None = None, *, thumbs: bool 
     if counts["runs"] == 0:
         raise FileNotFoundError(f"{root} holds no evaluation or rollout records (no results.jsonl or rollouts/ under it)")
     path = Path(out) if out is not None else root / "view.html"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, page)
     return path, counts
 
 

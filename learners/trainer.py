@@ -17,7 +17,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
 import random
 import shutil
 import statistics
@@ -31,13 +30,21 @@ import numpy as np
 import torch
 
 from paravt_env import EnvConfig, VideoToolEnv, load_samples, storage
+from paravt_env.config import flatten_dotted
 from paravt_env.paths import cache_dir
 from paravt_env.rewards import RewardConfig
 
 from . import checkpoint
 from .coldstart import run_cold_start
 from .config import TrainConfig
-from .grpo import clipped_policy_loss, group_advantages, kl_penalty, kl_reward_to_go, masked_mean
+from .grpo import (
+    batch_normalize,
+    clipped_policy_loss,
+    group_advantages,
+    kl_penalty,
+    kl_reward_to_go,
+    masked_mean,
+)
 from .metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
 from .para_grpo import sequence_advantages, token_anchored_advantages
 from .policies.card import CARD_NAME, write_card
@@ -144,16 +151,6 @@ def env_config(cfg: TrainConfig) -> EnvConfig:
     )  # fmt: skip
 
 
-def _flat(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 # --- the trainer ------------------------------------------------------------------------------------------
 class Trainer:
     def __init__(self, cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: bool = True,
@@ -223,9 +220,9 @@ class Trainer:
         path = self.out / "config.json"
         if not path.is_file():
             return
-        old, new = _flat(json.loads(path.read_text())), _flat(json.loads(json.dumps(self.cfg.as_dict())))
+        old, new = flatten_dotted(json.loads(path.read_text())), flatten_dotted(json.loads(json.dumps(self.cfg.as_dict())))
         # A setting newer than the run (absent from its config.json) at its default changes nothing it did.
-        defaults = _flat(json.loads(json.dumps(type(self.cfg)().as_dict())))
+        defaults = flatten_dotted(json.loads(json.dumps(type(self.cfg)().as_dict())))
         changed = sorted(k for k in old.keys() | new.keys()
                          if k != "steps" and not k.startswith("log.") and old.get(k) != new.get(k)
                          and not (k not in old and k in defaults and new.get(k) == defaults[k]))  # fmt: skip
@@ -290,11 +287,8 @@ class Trainer:
         chosen = [t for t in (ordered if n < 0 else ordered[:n]) if t.record is not None]
         folder = self.out / "rollouts"
         folder.mkdir(exist_ok=True)
-        path = folder / f"step_{self.step:06d}.jsonl"
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(json.dumps({"id": f"{t.sample_id}@{self.step}.{k}", "episode": {**t.record, "step": self.step}}) + "\n"
-                               for k, t in enumerate(chosen)))  # fmt: skip
-        os.replace(tmp, path)
+        rows = [{"id": f"{t.sample_id}@{self.step}.{k}", "episode": {**t.record, "step": self.step}} for k, t in enumerate(chosen)]
+        storage.write_text_atomic(folder / f"step_{self.step:06d}.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
 
     def collect(self) -> list[list[Trajectory]]:
         """The next ``prompts_per_step`` prompts, each played ``group_size`` times (same sample and epoch, so
@@ -397,12 +391,9 @@ class Trainer:
                 base = torch.full_like(mask, at)
             out.append(base + kl_reward_to_go(old, ref, mask, cfg.grpo.kl_coef))
             masks.append(mask)
-        if cfg.grpo.batch_adv_norm and out:
-            vals = torch.cat(out)[torch.cat(masks) > 0]  # every loss token of the batch, once
-            eps = cfg.grpo.adv_eps
-            mean = vals.mean() if vals.numel() else torch.tensor(0.0)
-            std = vals.std(unbiased=cfg.grpo.std_unbiased) if vals.numel() > 1 else torch.tensor(0.0)
-            out = [(a - mean) / (std + eps) if std >= eps else a - mean for a in out]
+        if cfg.grpo.batch_adv_norm and out:  # over every loss token of the batch, once (mask as weight)
+            flat = batch_normalize(torch.cat(out), cfg.grpo.adv_eps, weights=torch.cat(masks), unbiased=cfg.grpo.std_unbiased)
+            out = list(flat.split([len(a) for a in out]))
         return out
 
     def _reference(self):

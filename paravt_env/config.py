@@ -155,3 +155,15 @@ class EnvConfig:
         if unknown:
             raise TypeError(f"unknown VideoToolEnv option(s) {unknown}; known: {sorted(known)}")
         return cls(**kwargs)
+
+
+def flatten_dotted(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested settings dict as ``{"section.key": value}`` (the dotted paths of recipe overrides), so two
+    configurations (a run's ``config.json``, an evaluation's fingerprint) compare key by key."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten_dotted(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out

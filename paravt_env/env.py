@@ -10,7 +10,6 @@ raise: malformed output becomes feedback and is scored.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 import warnings
@@ -29,6 +28,7 @@ from .data.release_questions import parse_srt
 from .gating import gated_frame_budget
 from .protocol import parse_response, system_prompt
 from .protocol.markers import frames_block
+from .records import crop_entry
 from .release_episode import ReleaseEpisode, ReleaseRLEpisode
 from .rewards import compute_reward, extract_answer
 from .spaces import AnyText, FrameBatch, Timestamps
@@ -214,7 +214,7 @@ class VideoToolEnv(gym.Env[dict, str]):
         last_turn = turn >= cfg.max_turns
 
         counts = {"requested": len(calls), "executed": 0, "rejected": 0, "failed": 0}
-        crops = [_call_record(i, c, "rejected", "calls beside an answer or on the last turn never run")
+        crops = [crop_entry(i, c.start_time, c.end_time, "rejected", (), "calls beside an answer or on the last turn never run")
                  for i, c in enumerate(calls)]  # fmt: skip
         timing = StepTiming()
         feedback, frames = "", Frames.empty()
@@ -502,26 +502,7 @@ class VideoToolEnv(gym.Env[dict, str]):
         super().close()
 
 
-def _seconds_or_none(value: Any) -> float | None:
-    try:
-        x = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return x if math.isfinite(x) else None
-
-
-def _call_record(index: int, call: Any, status: str, error: str | None = None) -> dict[str, Any]:
-    """One entry of ``info["crops"]`` for a call that did not run."""
-    return {"call": index, "start": _seconds_or_none(getattr(call, "start_time", None)),
-            "end": _seconds_or_none(getattr(call, "end_time", None)), "status": status, "frames": 0,
-            "timestamps": [], "error": error}  # fmt: skip
-
-
 def _crop_record(result: Any, call: Any) -> dict[str, Any]:
     """One entry of ``info["crops"]``: the window as run (clamped) or as asked, its outcome and frame times."""
-    record = _call_record(result.call_index, call, result.status, result.error)
-    if result.request is not None:
-        record["start"], record["end"] = float(result.request.start), float(result.request.end)
-    record["frames"] = len(result.frames)
-    record["timestamps"] = [round(float(t), 3) for t in result.frames.timestamps]
-    return record
+    window = (result.request.start, result.request.end) if result.request is not None else (call.start_time, call.end_time)
+    return crop_entry(result.call_index, *window, result.status, result.frames.timestamps, result.error)

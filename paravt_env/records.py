@@ -35,6 +35,26 @@ def finite(value: Any) -> Any:
     return value
 
 
+def finite_or_none(value: Any) -> float | None:
+    """A finite number of seconds, or None for anything else (a bool, a string, NaN, infinity, a 400-digit
+    integer): what a record, or a parser that must not raise, keeps of a time a model wrote."""
+    if isinstance(value, bool):
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def crop_entry(call: int, start: Any, end: Any, status: str, timestamps: Any = (), error: str | None = None) -> dict[str, Any]:
+    """One entry of the env's ``info["crops"]`` (and of a record's turns): the call's index, its window (as
+    run, or as asked), executed / rejected / failed, the frames it returned and why it did not run."""
+    times = [round(float(t), 3) for t in timestamps]
+    return {"call": call, "start": finite_or_none(start), "end": finite_or_none(end), "status": status,
+            "frames": len(times), "timestamps": times, "error": error}  # fmt: skip
+
+
 def episode_record(sample: Any, *, duration: float | None, frame_budget: int, overview: list[float],
                    turns: list[dict[str, Any]], reward: dict[str, float], prediction: str, score: float,
                    correct: bool, truth_span: tuple[float, float] | list[float] | None = None, wall_s: float = 0.0,

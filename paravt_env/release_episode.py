@@ -43,6 +43,7 @@ from .protocol.release import (
     tool_response,
     user_question,
 )
+from .records import crop_entry
 from .tools.dispatch import subagent_replies
 from .tools.subagent import SubAgentRequest
 from .video import Frames, VideoReader
@@ -78,10 +79,10 @@ class ReleaseTurn:
     """Per call, as ``info["crops"]`` of the paravt protocol: window, status, frame count and times."""
 
 
-def crop_entry(index: int, start: float | None, end: float | None, frames: Frames, error: str | None = None) -> dict[str, Any]:
+def _crop_outcome(index: int, start: Any, end: Any, frames: Frames, error: str) -> dict[str, Any]:
+    """``info["crops"]`` entry of a release crop: executed when it returned frames, else failed with ``error``."""
     ok = len(frames) > 0
-    return {"call": index, "start": start, "end": end, "status": "executed" if ok else "failed", "frames": len(frames),
-            "timestamps": [round(float(t), 3) for t in frames.timestamps], "error": None if ok else error or "no frame"}  # fmt: skip
+    return crop_entry(index, start, end, "executed" if ok else "failed", frames.timestamps, None if ok else error)
 
 
 class ReleaseEpisode:
@@ -120,7 +121,7 @@ class ReleaseEpisode:
         t0 = time.perf_counter()
         crops = list(pool.map(lambda c: release_crop(self.reader, c.start, c.end), calls))
         turn = ReleaseTurn(done=False, requested=len(calls), executed=len(calls), decode_s=time.perf_counter() - t0)
-        turn.crops = [crop_entry(i, c.start, c.end, f, "no frame in the window") for i, (c, f) in enumerate(zip(calls, crops, strict=True))]
+        turn.crops = [_crop_outcome(i, c.start, c.end, f, "no frame in the window") for i, (c, f) in enumerate(zip(calls, crops, strict=True))]
         for call, frames in zip(calls, crops, strict=True):
             if len(frames):
                 body = IMAGE_PLACEHOLDER * len(frames) + tool_response(len(frames), call.start, call.end)
@@ -213,7 +214,7 @@ class ReleaseRLEpisode:
                 texts[i] = rl_tool_response(summary)
         turn = ReleaseTurn(done=False, requested=len(calls), executed=sum(t != RL_CROP_FAILED for t in texts),
                            decode_s=decode_s)  # fmt: skip
-        turn.crops = [crop_entry(i, w[0] if w else c.start_time, w[1] if w else c.end_time, f if texts[i] != RL_CROP_FAILED else Frames.empty(),
+        turn.crops = [_crop_outcome(i, w[0] if w else c.start_time, w[1] if w else c.end_time, f if texts[i] != RL_CROP_FAILED else Frames.empty(),
                                  "invalid window" if not w else "the sub-agent failed")
                       for i, (c, w, f) in enumerate(zip(calls, windows, crops, strict=True))]  # fmt: skip
         turn.failed = len(calls) - turn.executed

@@ -95,6 +95,14 @@ def fsync_dir(path: str | Path) -> None:
         os.close(fd)
 
 
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """``text`` into ``path`` through ``path.part`` and a rename: a reader (or a kill) never sees half a file."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def is_disk_full(exc: BaseException) -> bool:
     """The disk or the quota is full: every later write would fail as well."""
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)

@@ -30,6 +30,7 @@ from pathlib import Path
 import av
 import numpy as np
 
+from ..storage import write_text_atomic
 from .sample import Event, VideoQASample
 
 logger = logging.getLogger(__name__)
@@ -574,19 +575,13 @@ def generate_dataset(
         if bar is not None:
             bar.close()
     samples = [s for plan in plans for s in make_samples(plan, cfg)]
-    _write_atomic(
+    write_text_atomic(
         out / "samples.jsonl", "".join(json.dumps(s.to_dict(), sort_keys=True) + "\n" for s in samples)
     )
     config_json = {"generator_version": GENERATOR_VERSION, **asdict(cfg)}
-    _write_atomic(out / "synth_config.json", json.dumps(config_json, indent=2, sort_keys=True) + "\n")
+    write_text_atomic(out / "synth_config.json", json.dumps(config_json, indent=2, sort_keys=True) + "\n")
     logger.info("synth: %d videos in %s (%d new)", len(plans), out, written)
     return [_with_absolute_path(s, out) for s in samples]
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _with_absolute_path(sample: VideoQASample, root: Path) -> VideoQASample:

@@ -36,6 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..records import finite_or_none
 from .markers import escape_placeholders
 
 RELEASE_PROMPT_MODES = ("direct", "reasoning", "agentic_general", "agentic_minimal")
@@ -338,21 +339,11 @@ class HermesCall:
 
     @property
     def start_time(self) -> float | None:
-        return _seconds(self.arguments.get("start_time"))
+        return finite_or_none(self.arguments.get("start_time"))
 
     @property
     def end_time(self) -> float | None:
-        return _seconds(self.arguments.get("end_time"))
-
-
-def _seconds(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return x if x == x and abs(x) != float("inf") else None
+        return finite_or_none(self.arguments.get("end_time"))
 
 
 def hermes_calls(text: str) -> list[HermesCall]:
