@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,9 @@ from paravt_env import EnvConfig, VideoToolEnv
 from paravt_env.data import VideoQASample
 from paravt_env.gating import gated_frame_budget
 
+from .coldstart_store import ColdStartStore
 from .config import TrainConfig
+from .interrupts import commit_section
 from .perception import build_examples, example_loss, train_perception
 from .policies.hf import HFPolicy
 from .rollout import Trajectory
@@ -40,29 +43,45 @@ def teacher_env_config(cfg: TrainConfig) -> EnvConfig:
     )  # fmt: skip
 
 
-def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainConfig, *,
-                     progress: bool = False) -> tuple[list[Trajectory], int]:  # fmt: skip
+def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainConfig, *, progress: bool = False,
+                     store: ColdStartStore | None = None, save_every_s: float = 60.0) -> tuple[list[Trajectory], int]:  # fmt: skip
     """``cfg.sft.episodes`` teacher episodes over ``samples`` (cycled, each pass with new frame budgets drawn
     like nFrames Gating draws them), played through the real env and tokenised like rollouts, their frames
     kept compressed (``Encoded.compact``: the processed pixels of 900 episodes were gigabytes). Where the
     overview misses the needle the teacher crops in ``sft.crop_rate`` of the episodes and otherwise guesses
     one of the answers its question kind has in the data; where it shows the needle the teacher crops around it
     to check in ``sft.check_rate`` of them. Returns the trajectories and how many episodes were
-    dropped because their frames showed no needle."""
+    dropped because their frames showed no needle. With ``store``, the episodes go to disk a shard at a time
+    (every ``save_every_s`` seconds, at the end, and on Ctrl-C) and saved shards are loaded, not replayed."""
     env = VideoToolEnv(samples, teacher_env_config(cfg))
     rng = random.Random(f"teacher:{cfg.seed}")
+    out: list[Trajectory] = []
+    missed = begin = 0
+    for shard in store.teacher_shards() if store is not None else []:
+        out += _bound(shard["episodes"], policy)
+        missed += shard["missed"]
+        begin = shard["end"]
+        rng.setstate(shard["rng"])
+    pending: dict[str, Any] = {"start": begin, "episodes": [], "missed": 0, "rng": rng.getstate()}
+
+    def flush() -> None:  # the episodes since the last shard, with the teacher's RNG after the last of them
+        if store is not None and pending["end"] > pending["start"]:
+            store.save(f"teacher_{pending['start']:06d}", dict(pending))
+            pending.update(start=pending["end"], episodes=[], missed=0)
+
+    pending["end"] = begin
     answers: dict[str, list[str]] = {}
     for s in samples:
         answers.setdefault(s.question_type, []).append(s.answer)
     answers = {k: sorted(set(v)) for k, v in answers.items()}
-    out, missed = [], 0
     # A check crops one window around the frame that showed the needle: no longer than the crop's frames
     # cover at crop_fps before crop_max_frames thins them (16 s at 0.5 fps and 8 frames), or a 2 s needle
     # falls between two frames and the episode is dropped.
     check_window = min(cfg.sft.window, cfg.env.crop_max_frames / cfg.env.crop_fps)
-    bar = progress_bar(cfg.sft.episodes, "teacher episodes", progress)
+    bar = progress_bar(cfg.sft.episodes, "teacher episodes", progress, initial=begin)
+    last_save = time.monotonic()
     try:
-        for i in range(cfg.sft.episodes):
+        for i in range(begin, cfg.sft.episodes):
             sample = samples[i % len(samples)]
             k = gated_frame_budget(sample.id, i // len(samples), cfg.seed, tuple(cfg.sft.frame_budgets))
             guess = rng.choice(answers[sample.question_type]) if rng.random() >= cfg.sft.crop_rate else None
@@ -82,11 +101,24 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
             try:
                 tr = run_scripted_episode(env, policy, turn, options={"sample": sample, "frame_budget": k})
                 tr.encoded = tr.encoded.compact()
-                out.append(tr)
+                kept: list[Trajectory] = [tr]
             except TeacherMiss:
-                missed += 1
+                kept = []
+            with commit_section():  # the episode is recorded whole with the RNG state after it, or not at all
+                out += kept
+                pending["episodes"] += kept
+                missed += 1 - len(kept)
+                pending["missed"] += 1 - len(kept)
+                pending.update(end=i + 1, rng=rng.getstate())
             if bar:
                 bar.update(1)
+            if time.monotonic() - last_save >= save_every_s:
+                flush()
+                last_save = time.monotonic()
+        flush()
+    except KeyboardInterrupt:
+        flush()  # the episodes completed so far
+        raise
     finally:
         env.close()
         if bar:
@@ -95,21 +127,38 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
 
 
 def train_sft(policy: HFPolicy, data: list[Trajectory], cfg: TrainConfig, *, rehearsal: list | None = None,
-              progress: bool = False) -> list[dict]:
+              progress: bool = False, store: ColdStartStore | None = None) -> list[dict]:
     """Cross-entropy on the assistant's tokens: ``sft.steps`` AdamW steps of ``sft.batch`` episodes each,
     reshuffled every pass, plus ``sft.rehearsal`` perception examples per step from ``rehearsal``."""
     s = cfg.sft
     return train_cross_entropy(policy, data, sft_loss, steps=s.steps, batch=s.batch, lr=s.lr,
                                grad_clip=cfg.optim.grad_clip, seed=cfg.seed, stage="sft", rehearsal=rehearsal or (),
                                rehearsal_loss=example_loss, rehearse=s.rehearsal, progress=progress,
-                               schedule=s.lr_schedule, warmup_ratio=s.warmup_ratio, weight_decay=s.weight_decay)  # fmt: skip
+                               schedule=s.lr_schedule, warmup_ratio=s.warmup_ratio, weight_decay=s.weight_decay,
+                               **_stage_checkpoints(store, "sft"))  # fmt: skip
+
+
+def _stage_checkpoints(store: ColdStartStore | None, stage: str) -> dict[str, Any]:
+    """``train_cross_entropy``'s resume / save arguments for ``stage`` under ``store`` (none without one)."""
+    if store is None:
+        return {}
+    return {"resume": store.load(stage), "save_state": lambda state: store.save(stage, state)}
 
 
 def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainConfig, out: str | Path, *,
-                   perception_samples: list[VideoQASample] | None = None, progress: bool = False) -> dict[str, Any]:
+                   perception_samples: list[VideoQASample] | None = None, progress: bool = False,
+                   resume: bool = False) -> dict[str, Any]:  # fmt: skip
     """Both stages on ``policy`` (in place); their loss rows go to ``OUT/sft_metrics.jsonl``. Returns a summary
-    (steps, episodes, drops, final losses)."""
+    (steps, episodes, drops, final losses). Progress is saved in ``OUT/coldstart/partial``
+    (``learners.coldstart_store``) as it goes; with ``resume`` it is continued from there, to the same result
+    as an uninterrupted cold start (without, an existing partial state is refused)."""
     out = Path(out)
+    store = ColdStartStore(out)
+    if store.exists() and not resume:
+        raise FileExistsError(f"{out} holds an interrupted cold start ({store.describe()}): pass --resume to "
+                              "continue it, or use a new --out")  # fmt: skip
+    if store.exists():
+        logger.warning("resuming the cold start from %s: %s", store.root, store.describe())
     torch.manual_seed(cfg.seed)
     was_think = policy.think_prefix
     policy.think_prefix = False  # the teacher writes "<think>\n" itself: the cold start is arm-independent
@@ -119,11 +168,14 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
         examples: list = []
         if cfg.perception.steps > 0:
             e = cfg.env
-            examples = build_examples(policy, perception_samples or samples, cfg.perception, crop_fps=e.crop_fps,
-                                      crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels,
-                                      max_pixels=e.max_pixels, seed=cfg.seed, progress=progress)  # fmt: skip
+            examples = _bound(store.load("perception_examples"), policy)
+            if examples is None:
+                examples = build_examples(policy, perception_samples or samples, cfg.perception, crop_fps=e.crop_fps,
+                                          crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels,
+                                          max_pixels=e.max_pixels, seed=cfg.seed, progress=progress)  # fmt: skip
+                store.save("perception_examples", examples)
             rows += train_perception(policy, examples, cfg.perception, grad_clip=cfg.optim.grad_clip, seed=cfg.seed,
-                                     progress=progress)  # fmt: skip
+                                     progress=progress, **_stage_checkpoints(store, "perception"))  # fmt: skip
             summary["perception"] = {"examples": len(examples), "steps": cfg.perception.steps,
                                      "final_loss": _tail_mean(rows, "perception")}  # fmt: skip
         if cfg.sft.steps > 0:
@@ -136,11 +188,12 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
 
                 data, missed = release_sft_trajectories(policy, cfg.sft.data, cfg.sft.data_limit, cfg.sft.video_root)
             else:
-                data, missed = teacher_episodes(policy, list(perception_samples or samples), cfg, progress=progress)
+                data, missed = teacher_episodes(policy, list(perception_samples or samples), cfg, progress=progress,
+                                                store=store)  # fmt: skip
             calls = sum(1 for t in data if t.tool_calls)
             guesses = sum(1 for t in data if not t.tool_calls and GUESS_TEXT in t.turn_texts[0])
             checks = sum(1 for t in data if t.tool_calls and CHECK_TEXT in t.turn_texts[0])
-            rows += train_sft(policy, data, cfg, rehearsal=examples, progress=progress)
+            rows += train_sft(policy, data, cfg, rehearsal=examples, progress=progress, store=store)
             summary["sft"] = {"episodes": len(data), "dropped": missed, "with_crops": calls, "checks": checks, "guesses": guesses, "steps": cfg.sft.steps,
                               "final_loss": _tail_mean(rows, "sft")}  # fmt: skip
     finally:
@@ -149,6 +202,13 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
         f.writelines(json.dumps(r) + "\n" for r in rows)
     logger.info("cold start: %s", summary)
     return summary
+
+
+def _bound(items: list | None, policy: HFPolicy) -> list | None:
+    """Loaded examples or episodes, their compressed frames bound again to ``policy``'s image processing."""
+    for item in items or ():
+        item.encoded.bind(policy.process_images)
+    return items
 
 
 def _tail_mean(rows: list[dict], stage: str, n: int = 20) -> float:

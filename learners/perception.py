@@ -149,8 +149,10 @@ def example_loss(policy: HFPolicy, ex: PerceptionExample) -> torch.Tensor:
 
 
 def train_perception(policy: HFPolicy, examples: list[PerceptionExample], cfg: PerceptionConfig, *,
-                     grad_clip: float = 1.0, seed: int = 0, progress: bool = False) -> list[dict]:
+                     grad_clip: float = 1.0, seed: int = 0, progress: bool = False, **checkpoints) -> list[dict]:
     """``cfg.steps`` AdamW steps of ``cfg.batch`` examples each, reshuffled every pass; rows of
-    ``{"stage": "perception", "step", "loss"}``."""
+    ``{"stage": "perception", "step", "loss"}``. ``checkpoints``: ``train_cross_entropy``'s ``resume`` /
+    ``save_state``."""
     return train_cross_entropy(policy, examples, example_loss, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
-                               grad_clip=grad_clip, seed=seed, stage="perception", progress=progress)  # fmt: skip
+                               grad_clip=grad_clip, seed=seed, stage="perception", progress=progress,
+                               **checkpoints)  # fmt: skip

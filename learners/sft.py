@@ -10,12 +10,14 @@ cross-entropy on the assistant's tokens only. ``train_cross_entropy`` is the loo
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from .grpo import masked_mean
+from .interrupts import commit_section
 from .policies.agent import observation_message
 from .policies.base import Generation, Message
 from .policies.hf import HFPolicy
@@ -102,12 +104,19 @@ def train_cross_entropy(
     lr: float, grad_clip: float, seed: int, stage: str, rehearsal: Sequence[Any] = (),
     rehearsal_loss: Callable[[HFPolicy, Any], torch.Tensor] | None = None, rehearse: int = 0, progress: bool = False,
     schedule: str = "constant", warmup_ratio: float = 0.0, weight_decay: float = 0.0,
+    resume: dict[str, Any] | None = None, save_state: Callable[[dict[str, Any]], None] | None = None,
+    save_every_s: float = 60.0,
 ) -> list[dict]:
     """``steps`` AdamW steps (``weight_decay``, default none), each accumulating ``batch`` items of ``items`` (reshuffled every
     pass; every loss token of ``items`` weighs the same: ``loss`` is an item's token mean, weighted here by its
     token count over ``batch`` times the items' mean count; items have a ``loss_mask``) plus ``rehearse`` items drawn from ``rehearsal``, the
     learning rate on ``schedule`` ("constant", or "cosine" after ``warmup_ratio`` of linear warm-up); returns
-    ``{"stage", "step", "loss", "lr"}`` rows (the loss of ``items`` only). The model is left in eval mode."""
+    ``{"stage", "step", "loss", "lr"}`` rows (the loss of ``items`` only). The model is left in eval mode.
+
+    With ``save_state``, the loop's state at its last completed step (weights, optimiser, schedule, data order,
+    RNGs, rows: see ``loop_state``) is handed to it every ``save_every_s`` seconds, at the end, and on Ctrl-C /
+    SIGTERM before the interrupt goes on; ``resume`` (such a state) continues the loop from that step, drawing
+    exactly what the uninterrupted loop would have drawn (a finished state just restores the weights)."""
     if steps <= 0 or not items:
         return []
     opt = torch.optim.AdamW(policy.model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -115,39 +124,76 @@ def train_cross_entropy(
     norm = batch * sum(max(1, sum(item.loss_mask[1:])) for item in items) / len(items)
     rng = random.Random(seed)
     order: list[int] = []
-    rows = []
-    bar = progress_bar(steps, stage, progress)
+    rows: list[dict] = []
+    start = 0
+    if resume is not None:
+        if resume["steps"] != steps or resume["stage"] != stage:
+            raise ValueError(f"the saved {resume['stage']} state is of a {resume['steps']}-step loop, not of this "
+                             f"{steps}-step {stage} loop")  # fmt: skip
+        policy.model.load_state_dict(resume["model"])
+        rows, start = list(resume["rows"]), resume["step"]
+        if start >= steps:
+            policy.model.eval()
+            return rows
+        opt.load_state_dict(resume["optimizer"])
+        sched.load_state_dict(resume["scheduler"])
+        order = list(resume["order"])
+        rng.setstate(resume["rng"])
+        torch.set_rng_state(resume["torch_rng"])
+    # What the loop drew up to its last completed step: a Ctrl-C mid-step saves these, not the half-drawn ones.
+    boundary = (list(order), rng.getstate(), torch.get_rng_state())
+
+    def loop_state(step: int) -> dict[str, Any]:
+        return {"stage": stage, "step": step, "steps": steps, "model": policy.model.state_dict(),
+                "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "order": boundary[0],
+                "rng": boundary[1], "torch_rng": boundary[2], "rows": list(rows)}  # fmt: skip
+
+    bar = progress_bar(steps, stage, progress, initial=start)
     policy.model.train()
-    for step in range(1, steps + 1):
-        opt.zero_grad()
-        total = 0.0
-        picked = []
-        for _ in range(batch):
-            if not order:
-                order = list(range(len(items)))
-                rng.shuffle(order)
-            picked.append(items[order.pop()])
-        # Every loss token of the data weighs the same: an item's token mean times its token count, over a
-        # fixed normaliser (the batch's expected token count). A per-item mean weighs the one decision token of
-        # a 200-token tool-use episode ten times less than the same token in a 20-token answer episode
-        # (measured: 30 % crop episodes gave a policy that crops 1 % of the time); a token mean over the few
-        # items of this batch still does, by the batch's length (2 guesses: 1/50 each; a guess beside a crop
-        # episode: 1/245; measured: p(crop) 0.09 for 30 % crop episodes). Large batches make the two agree.
-        counts = [max(1, sum(item.loss_mask[1:])) for item in picked]
-        for item, n in zip(picked, counts, strict=True):
-            value = loss(policy, item) * (n / norm)
-            value.backward()
-            total += float(value.detach())
-        for extra in rng.sample(list(rehearsal), min(rehearse, len(rehearsal))) if rehearsal else []:
-            (rehearsal_loss(policy, extra) / batch).backward()
-        torch.nn.utils.clip_grad_norm_(policy.model.parameters(), grad_clip)
-        opt.step()
-        rows.append({"stage": stage, "step": step, "loss": total, "lr": opt.param_groups[0]["lr"]})
-        sched.step()
+    last_save = time.monotonic()
+    try:
+        for step in range(start + 1, steps + 1):
+            opt.zero_grad()
+            total = 0.0
+            picked = []
+            for _ in range(batch):
+                if not order:
+                    order = list(range(len(items)))
+                    rng.shuffle(order)
+                picked.append(items[order.pop()])
+            # Every loss token of the data weighs the same: an item's token mean times its token count, over a
+            # fixed normaliser (the batch's expected token count). A per-item mean weighs the one decision token of
+            # a 200-token tool-use episode ten times less than the same token in a 20-token answer episode
+            # (measured: 30 % crop episodes gave a policy that crops 1 % of the time); a token mean over the few
+            # items of this batch still does, by the batch's length (2 guesses: 1/50 each; a guess beside a crop
+            # episode: 1/245; measured: p(crop) 0.09 for 30 % crop episodes). Large batches make the two agree.
+            counts = [max(1, sum(item.loss_mask[1:])) for item in picked]
+            for item, n in zip(picked, counts, strict=True):
+                value = loss(policy, item) * (n / norm)
+                value.backward()
+                total += float(value.detach())
+            for extra in rng.sample(list(rehearsal), min(rehearse, len(rehearsal))) if rehearsal else []:
+                (rehearsal_loss(policy, extra) / batch).backward()
+            with commit_section():  # the step is taken whole, or not at all
+                torch.nn.utils.clip_grad_norm_(policy.model.parameters(), grad_clip)
+                opt.step()
+                rows.append({"stage": stage, "step": step, "loss": total, "lr": opt.param_groups[0]["lr"]})
+                sched.step()
+                boundary = (list(order), rng.getstate(), torch.get_rng_state())
+            if bar:
+                bar.update(1)
+                bar.set_postfix(loss=f"{total:.3f}")
+            if save_state is not None and step < steps and time.monotonic() - last_save >= save_every_s:
+                save_state(loop_state(step))
+                last_save = time.monotonic()
+    except KeyboardInterrupt:
+        if save_state is not None:
+            save_state(loop_state(len(rows)))  # one row per completed step
+        raise
+    finally:
         if bar:
-            bar.update(1)
-            bar.set_postfix(loss=f"{total:.3f}")
-    if bar:
-        bar.close()
-    policy.model.eval()
+            bar.close()
+        policy.model.eval()
+    if save_state is not None:
+        save_state(loop_state(steps))
     return rows

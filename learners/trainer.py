@@ -36,6 +36,7 @@ from paravt_env.rewards import RewardConfig
 
 from . import checkpoint
 from .coldstart import run_cold_start
+from .coldstart_store import ColdStartStore
 from .config import TrainConfig
 from .grpo import (
     batch_normalize,
@@ -45,6 +46,7 @@ from .grpo import (
     kl_reward_to_go,
     masked_mean,
 )
+from .interrupts import commit_section
 from .metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
 from .para_grpo import sequence_advantages, token_anchored_advantages
 from .policies.card import CARD_NAME, write_card
@@ -170,9 +172,13 @@ class Trainer:
         self.envs: list[VideoToolEnv] = []
         self.ckpt = self.out / "checkpoint"
         self.metrics_path = self.out / "metrics.jsonl"
+        self.resume_requested = resume
         if resume:
             checkpoint.recover(self.out)
             self._check_same_config(allow_config_change)
+        elif (partial := ColdStartStore(self.out)).exists():
+            raise FileExistsError(f"{self.out} holds an interrupted cold start ({partial.describe()}): pass --resume "
+                                  "to continue it, or use a new --out")  # fmt: skip
         self.samples = resolve_data(cfg)
         if not self.samples:
             raise ValueError("the training data holds no sample")
@@ -213,6 +219,15 @@ class Trainer:
             if self.metrics_path.exists():
                 raise FileExistsError(f"{self.metrics_path} exists: pass --resume to continue that run, or a new --out")
             (self.out / "config.json").write_text(json.dumps(cfg.as_dict(), indent=2) + "\n")
+        self._commit()
+
+    def _commit(self) -> None:
+        """Snapshot the data position and every RNG: what a checkpoint saves, whenever it is saved. Taken only at
+        step boundaries (inside ``commit_section``), so a checkpoint written on Ctrl-C in the middle of a step
+        holds the position and RNGs of the last completed step, as its weights do: the interrupted step is
+        replayed whole on ``--resume``, and the run continues as if never interrupted."""
+        self._committed = {"step": self.step, "epoch": self.epoch, "cursor": self.cursor, "order": list(self.order),
+                           "rng": rng_states()}  # fmt: skip
 
     def _check_same_config(self, allow: bool) -> None:
         """``--resume`` continues the run it finds; other settings are refused unless asked for (``steps``
@@ -250,30 +265,47 @@ class Trainer:
     # -- cold start -------------------------------------------------------------------------------------
     def cold_start(self) -> None:
         """Perception + SFT (``learners.coldstart``) when the recipe asks for them, saved as
-        ``RUN/coldstart/model``: the checkpoint every RL arm of a comparison should start from."""
+        ``RUN/coldstart/model``: the checkpoint every RL arm of a comparison should start from. Its RNG states
+        are saved beside it (``rng.pt``), so RL resumed from the saved cold start draws what it would have."""
         cfg = self.cfg
+        rng_file = self.out / "coldstart" / "rng.pt"
+        if self.from_coldstart and rng_file.is_file():
+            set_rng_states(torch.load(rng_file, weights_only=False))
+            self._commit()
         if self.resumed or self.from_coldstart or (cfg.perception.steps <= 0 and cfg.sft.steps <= 0):
             return
-        summary = run_cold_start(self.policy, self.samples, cfg, self.out,
-                                 perception_samples=resolve_perception_data(cfg), progress=self.progress)  # fmt: skip
+        summary = run_cold_start(self.policy, self.samples, cfg, self.out, perception_samples=resolve_perception_data(cfg),
+                                 progress=self.progress, resume=self.resume_requested)  # fmt: skip
         target = self.out / "coldstart" / "model"
-        self._save_model(target, self.base_path)
-        (self.out / "coldstart" / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        with commit_section():
+            torch.save(rng_states(), rng_file)
+            self._save_model(target, self.base_path)
+            (self.out / "coldstart" / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+            storage.fsync_tree(self.out / "coldstart")
+            self._commit()
+        ColdStartStore(self.out).clear()  # saved whole: its partial state has served
 
     # -- one RL step --------------------------------------------------------------------------------------
     def rl_step(self) -> dict[str, Any]:
-        """Collect one step's rollouts, update on them once; returns the step's metrics row."""
+        """Collect one step's rollouts, update on them once, and record the step (metrics row, rollout records,
+        the committed position); returns the step's metrics row. An interrupt before the optimiser step
+        leaves the weights and the committed position of the previous step; the rest runs uninterrupted."""
         t0 = time.perf_counter()
         groups = self.collect()
         rollout_s = time.perf_counter() - t0
         trajs = [t for g in groups for t in g]
-        stats = self.update(groups)
-        self.step += 1
-        self._write_rollouts(groups)
-        row = {"step": self.step, **rollout_metrics(trajs), **stats}
-        row["tokens_per_s"] = sum(t.n_generated for t in trajs) / max(rollout_s, 1e-9)
-        row["wall_s"] = time.perf_counter() - t0
-        row["epoch"] = self.epoch
+        stats = self.update(groups, apply=False)
+        with commit_section():
+            self._apply_gradients()
+            self.step += 1
+            self._write_rollouts(groups)
+            row = {"step": self.step, **rollout_metrics(trajs), **stats}
+            row["tokens_per_s"] = sum(t.n_generated for t in trajs) / max(rollout_s, 1e-9)
+            row["wall_s"] = time.perf_counter() - t0
+            row["epoch"] = self.epoch
+            with open(self.metrics_path, "a") as f:
+                f.write(json.dumps(row) + "\n")
+            self._commit()
         return row
 
     def _write_rollouts(self, groups: list[list[Trajectory]]) -> None:
@@ -301,9 +333,10 @@ class Trainer:
         trajs = run_batch(self.envs, self.policy, options)
         return [trajs[k * size : (k + 1) * size] for k in range(len(prompts))]
 
-    def update(self, groups: list[list[Trajectory]]) -> dict[str, float]:
+    def update(self, groups: list[list[Trajectory]], *, apply: bool = True) -> dict[str, float]:
         """One PPO-clipped optimiser step on the groups' trajectories (rewards already in them); returns the
-        mean loss, KL, clip fraction and entropy over the trained trajectories."""
+        mean loss, KL, clip fraction and entropy over the trained trajectories. With ``apply=False`` only the
+        gradients are computed (``_apply_gradients`` takes the step, inside ``rl_step``'s commit section)."""
         cfg = self.cfg
         # Advantages: one scalar per rollout (sequence anchoring), or A_task + λ·struct·A_fmt per token.
         token_level = cfg.algorithm == "para_grpo" and cfg.para.anchoring == "token"
@@ -367,10 +400,14 @@ class Trainer:
                 stats["clip_fraction"].append(diag["clip_fraction"])
                 stats["entropy"].append(float(-masked_mean(logp.detach(), mask)))  # sampled-token estimate
             total.backward()
-        torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), cfg.optim.grad_clip)
-        self.optimizer.step()
         self.policy.model.eval()
+        if apply:
+            self._apply_gradients()
         return {k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()}
+
+    def _apply_gradients(self) -> None:
+        torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.cfg.optim.grad_clip)
+        self.optimizer.step()
 
     def _kl_reward_advantages(self, units: list, token_level: bool, micro_batch: int, cap: int | None) -> list[torch.Tensor]:
         """Per unit, per token: its group-normalised advantage (token-anchored with PARA-GRPO's token
@@ -418,7 +455,7 @@ class Trainer:
 
     def save(self) -> None:
         """The model, optimiser, RNG and data position, swapped in atomically (``learners.checkpoint``)."""
-        state = {"step": self.step, "epoch": self.epoch, "cursor": self.cursor, "order": self.order}
+        state = {k: v for k, v in self._committed.items() if k != "rng"}
         checkpoint.save(self.out, state, self._write_checkpoint)
         self.resumed = True
 
@@ -427,8 +464,7 @@ class Trainer:
         if source is None and self.from_coldstart:
             source = self.out / "coldstart" / "model"
         self._save_model(tmp / "model", source)
-        torch.save({"optimizer": self.optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
-                    "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}, tmp / "trainer.pt")  # fmt: skip
+        torch.save({"optimizer": self.optimizer.state_dict(), **self._committed["rng"]}, tmp / "trainer.pt")
         if self.ref_model is not None:
             torch.save(self.ref_model.state_dict(), tmp / "reference.pt")
 
@@ -437,9 +473,7 @@ class Trainer:
         self.step, self.epoch, self.cursor, self.order = state["step"], state["epoch"], state["cursor"], state["order"]
         extra = torch.load(self.ckpt / "trainer.pt", weights_only=False)
         self.optimizer.load_state_dict(extra["optimizer"])
-        torch.set_rng_state(extra["torch_rng"])
-        np.random.set_state(extra["numpy_rng"])
-        random.setstate(extra["python_rng"])
+        set_rng_states(extra)
         if (self.ckpt / "reference.pt").is_file():
             self._reference().load_state_dict(torch.load(self.ckpt / "reference.pt"))
         # Metrics after the checkpoint belong to steps that will be run again: drop them.
@@ -463,8 +497,6 @@ class Trainer:
                 row = self.rl_step()
                 release_freed_memory()  # a step's trajectories (frames, activations) are freed by now
                 rows.append(row)
-                with open(self.metrics_path, "a") as f:
-                    f.write(json.dumps(row) + "\n")
                 plot_curves(rows, self.out / "curves.png", self._sft_rows())
                 sinks.write(row)
                 if bar:
@@ -474,7 +506,8 @@ class Trainer:
                 if self.step % self.cfg.save_every == 0:
                     self.save()
         except KeyboardInterrupt:
-            logger.warning("interrupted at step %d: saving a checkpoint before exiting", self.step)
+            logger.warning("interrupted during step %d: saving the checkpoint of step %d (the last completed one) "
+                           "before exiting", self.step + 1, self.step)  # fmt: skip
             self.save()
             raise
         finally:
@@ -494,6 +527,17 @@ class Trainer:
         for env in self.envs:
             env.close()
         self._lock.release()
+
+
+def rng_states() -> dict[str, Any]:
+    """torch's, numpy's and Python's global RNG states (what a checkpoint restores)."""
+    return {"torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}
+
+
+def set_rng_states(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["torch_rng"])
+    np.random.set_state(states["numpy_rng"])
+    random.setstate(states["python_rng"])
 
 
 def config_summary(cfg: TrainConfig) -> str:

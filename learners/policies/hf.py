@@ -95,6 +95,21 @@ class Encoded:
     def n_images(self) -> int:
         return 0 if self.image_grid_thw is None else int(self.image_grid_thw.shape[0])
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The process function is the policy's (a bound method holding its processor and locks): saved
+        # without it, and given back by ``bind`` after loading (``learners.coldstart_store``).
+        return {"input_ids": self.input_ids, "image_grid_thw": self.image_grid_thw, "_pixels": self._pixels,
+                "_frames": self._frames, "_process": None}  # fmt: skip
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def bind(self, process: Any) -> Encoded:
+        """After loading from disk: the policy's image processing, to turn the kept frames into pixels."""
+        self._process = process
+        return self
+
     def compact(self) -> Encoded:
         """The same sequence holding compressed frames instead of pixels (when it knows its frames)."""
         if self._pixels is None or self._frames is None or self._process is None:
