@@ -43,7 +43,8 @@ def run_mode(
     progress: bool = False,
 ) -> dict[str, Any]:
     """Play every sample once; summarise accuracy, turns, executed crops and wall time. A sample whose video
-    is missing or cannot be decoded is skipped with a warning naming it, and counted in ``skipped``."""
+    is missing or cannot be decoded is an error (a warning names it): counted in ``errors`` and in ``n``,
+    scoring 0, as ``paravt eval`` counts it (one denominator for every harness: every sample asked for)."""
     env = VideoToolEnv(list(samples), config)
     episodes, skipped = [], []
     t0 = time.perf_counter()
@@ -60,20 +61,22 @@ def run_mode(
                 episodes.append(play_episode(env, make_agent(), options={"index": i}))
             except (FileNotFoundError, VideoDecodeError) as exc:
                 skipped.append(samples[i].id)
-                warnings.warn(f"skipping sample {samples[i].id!r}: {exc} ({len(skipped)} skipped so far)", stacklevel=2)
+                warnings.warn(f"sample {samples[i].id!r} not played (scored 0): {exc} ({len(skipped)} so far)", stacklevel=2)
     finally:
         env.close()
     wall = time.perf_counter() - t0
     if not episodes:
         raise ValueError(f"no sample could be played: all {len(skipped)} videos are missing or undecodable")
+    n = len(samples)  # an error row plays no turn, makes no call and scores 0, as in paravt eval
     return {
-        "skipped": len(skipped),
-        "accuracy": statistics.fmean(e.breakdown["accuracy"] for e in episodes),
-        "mean_reward": statistics.fmean(e.reward for e in episodes),
-        "mean_turns": statistics.fmean(e.turns for e in episodes),
-        "mean_tool_calls": statistics.fmean(e.tool_calls for e in episodes),
+        "errors": len(skipped),
+        "failed": skipped,
+        "accuracy": sum(e.breakdown["accuracy"] for e in episodes) / n,
+        "mean_reward": sum(e.reward for e in episodes) / n,
+        "mean_turns": sum(e.turns for e in episodes) / n,
+        "mean_tool_calls": sum(e.tool_calls for e in episodes) / n,
         "wall_s": wall,
-        "n": len(episodes),
+        "n": n,
         "by_question_type": _by_type(episodes),
     }
 
@@ -120,13 +123,13 @@ def to_markdown(results: dict[str, dict[str, Any]]) -> str:
         f"Dispatch benchmark: K = {any_mode['frame_budget']} overview frames, {any_mode['max_turns']} turns, "
         f"{any_mode['n']} samples.",
         "",
-        "| mode | policy | accuracy | mean turns | mean tool calls | wall (s) | n |",
-        "|---|---|---|---|---|---|---|",
+        "| mode | policy | accuracy | mean turns | mean tool calls | wall (s) | n | errors |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for mode, r in results.items():
         lines.append(
             f"| {mode} | {r['policy']} | {r['accuracy']:.3f} | {r['mean_turns']:.2f} | {r['mean_tool_calls']:.2f} "
-            f"| {r['wall_s']:.1f} | {r['n']} |"
+            f"| {r['wall_s']:.1f} | {r['n']} | {r.get('errors', 0)} |"
         )
     if {"parallel", "sequential", "no_tool"} <= set(results):
         p, s, z = results["parallel"], results["sequential"], results["no_tool"]

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
+import logging
 import math
 import statistics
 from collections.abc import Sequence
@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from .eval_store import CONFIG
+
+logger = logging.getLogger(__name__)
 
 DURATION_BUCKETS = (
     (0, 120, "0-2 min"),
@@ -99,8 +101,16 @@ def to_markdown(summary: dict[str, Any], title: str = "Evaluation") -> str:
 def write_report(summary: dict[str, Any], out: Path) -> None:
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     (out / "report.md").write_text(to_markdown(summary, f"Evaluation: {out.name}"))
-    with contextlib.suppress(ImportError):  # matplotlib is the "plot" extra; the JSON and Markdown suffice
+    try:
         _plot(summary, out / "report.png")
+    except ImportError:  # matplotlib is the "plot" extra; the JSON and Markdown suffice, but say so
+        if not _warned_no_plot:
+            logger.warning("%s/report.png not drawn: matplotlib is not installed (pip install matplotlib, or the "
+                           "project's [plot] extra); summary.json and report.md are written", out)  # fmt: skip
+            _warned_no_plot.append(True)
+
+
+_warned_no_plot: list[bool] = []  # once per process: write_report runs after every sample
 
 
 def _plot(summary: dict[str, Any], path: Path) -> None:

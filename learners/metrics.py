@@ -107,22 +107,34 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 
+def check_sinks(cfg: TrainConfig) -> None:
+    """Fail now, before the data, the model and the cold start, if a requested logging sink cannot be
+    imported (ImportError naming the package to install); creates nothing."""
+    if cfg.log.tensorboard:
+        try:
+            from torch.utils.tensorboard import SummaryWriter  # noqa: F401
+        except ImportError as exc:
+            raise ImportError("log.tensorboard=true needs the tensorboard package: pip install tensorboard") from exc
+    if cfg.log.wandb_project:
+        try:
+            import wandb  # noqa: F401
+        except ImportError as exc:
+            raise ImportError("log.wandb_project needs the wandb package: pip install wandb") from exc
+
+
 class MetricSinks:
     """Optional TensorBoard / W&B mirrors of ``metrics.jsonl`` (the JSONL file is always written)."""
 
     def __init__(self, cfg: TrainConfig, out: Path) -> None:
         self.tb = self.wandb = None
+        check_sinks(cfg)
         if cfg.log.tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
-            except ImportError as exc:
-                raise ImportError("log.tensorboard=true needs the tensorboard package: pip install tensorboard") from exc
+            from torch.utils.tensorboard import SummaryWriter
+
             self.tb = SummaryWriter(str(out / "tensorboard"))
         if cfg.log.wandb_project:
-            try:
-                import wandb
-            except ImportError as exc:
-                raise ImportError("log.wandb_project needs the wandb package: pip install wandb") from exc
+            import wandb
+
             self.wandb = wandb.init(project=cfg.log.wandb_project, dir=str(out), config=cfg.as_dict(), resume="allow")
 
     def write(self, row: dict[str, Any]) -> None:

@@ -26,6 +26,21 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Modules of an optional extra -> how to install it. The light install (pip install -e .) has the env only.
+EXTRAS = {"torch": "train", "transformers": "train", "safetensors": "train", "tokenizers": "train", "PIL": "train",
+          "matplotlib": "plot", "pyarrow": "data"}  # fmt: skip
+
+
+def install_hint(exc: BaseException) -> str:
+    """For a missing optional package: which extra provides it and the command that installs it."""
+    name = (getattr(exc, "name", None) or "").split(".")[0]
+    if not isinstance(exc, ModuleNotFoundError) or name not in EXTRAS:
+        return ""
+    extra = EXTRAS[name]
+    first = "pip install torch==2.13.0 (CPU; a plain torch pulls the CUDA build) && " if extra == "train" else ""
+    return f"; this command needs the [{extra}] extra: {first}pip install -e \".[{extra}]\" (or \"paravt-gym[{extra}]\")"
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="paravt", description="ParaVT-Gym: parallel video tool calling.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -55,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except (FileNotFoundError, ValueError, OSError, ImportError) as exc:
-        print(f"paravt {args.command}: error: {exc}", file=sys.stderr)
+        print(f"paravt {args.command}: error: {exc}{install_hint(exc)}", file=sys.stderr)
         return 1
     except RuntimeError as exc:  # a corrupt video or a failing server named by the library: still one line
         from learners.policies.remote import ServerError

@@ -15,26 +15,47 @@ from paravt_env.protocol.prompts import PROMPT_MODES
 
 
 def add_parser(sub, name: str, help_text: str) -> None:
-    p = sub.add_parser(name, help=help_text, description=help_text)
-    p.add_argument(
-        "compare_dirs", nargs="*", metavar="compare DIR | diff A B | suite",
-        help="'compare DIR1 DIR2 ...': side-by-side table; 'diff A B': what differs between two runs and on which "
-             "samples; 'suite': the paper's seven columns from --data-root",
-    )
-    p.add_argument("--data-root", help="suite: the folder laid out as the released driver's $HF_HOME")
-    p.add_argument("--columns", default=None, help="suite: comma-separated subset of the columns (default: all)")
-    p.add_argument(
+    p = sub.add_parser(name, help=help_text, description=help_text,
+                       epilog="subcommands (each with its own --help): compare, diff, suite")  # fmt: skip
+    add_eval_options(p, single=True)
+    actions = p.add_subparsers(dest="action", metavar="{compare,diff,suite}")
+    text = "side-by-side table of finished evaluation runs"
+    c = actions.add_parser("compare", help=text, description=text)
+    c.add_argument("dirs", nargs="+", metavar="DIR", help="evaluation output directories (paravt eval --out)")
+    c.set_defaults(func=run_compare)
+    text = "what differs between two evaluation runs (settings, data, code), and on which samples"
+    d = actions.add_parser("diff", help=text, description=text)
+    d.add_argument("a", metavar="DIR_A")
+    d.add_argument("b", metavar="DIR_B")
+    d.set_defaults(func=run_diff)
+    text = "the paper's seven benchmark columns from --data-root (resumable), with the paper's rows beside"
+    s = actions.add_parser("suite", help=text, description=text)
+    s.add_argument("--data-root", help="the folder laid out as the released driver's $HF_HOME")
+    s.add_argument("--columns", default=None, help="comma-separated subset of the columns (default: all)")
+    s.add_argument(
         "--grounding-prompt-mode", default=None,
         choices=PROMPT_MODES,
-        help="suite: prompt mode of Charades-STA (default: agentic_minimal under the release protocol, as the "
+        help="prompt mode of Charades-STA (default: agentic_minimal under the release protocol, as the "
         "release's ParaVT-8B recipe; else the --prompt-mode)",
     )
-    p.add_argument("--paper-rows", default=None, help="suite: JSON {row: {column: value}} of the paper's rows")
+    s.add_argument("--paper-rows", default=None, help="JSON {row: {column: value}} of the paper's rows")
+    s.add_argument(
+        "--grounding-video-channel", choices=("image_url", "video_url"), default=None,
+        help="the channel of Charades-STA (default: --video-channel; the release's recipes use video_url)",
+    )
+    add_eval_options(s, single=False)
+    s.set_defaults(func=run_suite_command)
+    p.set_defaults(func=run)
+
+
+def add_eval_options(p: argparse.ArgumentParser, *, single: bool) -> None:
+    """The options of one evaluation (``single``: ``paravt eval`` itself, with ``--data``) or of the suite."""
     p.add_argument(
         "--policy", help="detector | no_tool | uniform | oracle | hf:PATH | openai:URL | sglang:URL"
     )
-    p.add_argument("--data", help="samples file or directory (anything load_samples reads)")
-    p.add_argument("--video-root", default=None, help="directory the data's video paths are relative to")
+    if single:
+        p.add_argument("--data", help="samples file or directory (anything load_samples reads)")
+        p.add_argument("--video-root", default=None, help="directory the data's video paths are relative to")
     p.add_argument("--out", help="output directory (rerun with the same --out to resume)")
     p.add_argument("--dispatch", choices=("parallel", "sequential"), default="parallel")
     # Env options default to the checkpoint's policy card (hf:DIR trained here), else to the paper's values.
@@ -53,15 +74,12 @@ def add_parser(sub, name: str, help_text: str) -> None:
         help="release: the released eval driver's messages, frames, turns and scoring, so a released checkpoint "
         "sees what it was evaluated on (--max-turns then counts rounds of tool calls)",
     )
-    p.add_argument("--subtitles", action="store_true", help="show each video's .srt subtitles before the question")
+    if single:
+        p.add_argument("--subtitles", action="store_true", help="show each video's .srt subtitles before the question")
     p.add_argument(
         "--video-channel", choices=("image_url", "video_url"), default="image_url",
         help="release protocol: video_url sends the video as a file:// URL for a vLLM server to sample (the "
         "release's Charades-STA runs); crops stay images",
-    )
-    p.add_argument(
-        "--grounding-video-channel", choices=("image_url", "video_url"), default=None,
-        help="suite: the channel of Charades-STA (default: --video-channel; the release's recipes use video_url)",
     )
     p.add_argument("--tool-result", choices=("frames", "subagent"), default=None)
     p.add_argument("--limit", type=int, default=None, help="only the first N samples")
@@ -70,27 +88,26 @@ def add_parser(sub, name: str, help_text: str) -> None:
         "--max-new-tokens", type=int, default=2048, help="model policies: tokens per turn (default 2048)"
     )
     p.add_argument("--no-progress", action="store_true")
-    p.set_defaults(func=run)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from benchmarks.evaluation import compare
+
+    print(compare(args.dirs), end="")
+    return 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    from benchmarks.fingerprint import diff_runs
+
+    print(diff_runs(args.a, args.b), end="")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
-    from benchmarks.evaluation import OPTION_KEYS, compare, eval_options, evaluate, to_markdown
+    from benchmarks.evaluation import OPTION_KEYS, eval_options, evaluate, to_markdown
     from benchmarks.policies import make_agent_factory, preflight
 
-    if args.compare_dirs == ["suite"]:
-        return run_suite_command(args)
-    if args.compare_dirs[:1] == ["diff"]:
-        if len(args.compare_dirs) != 3:
-            raise ValueError("usage: paravt eval diff DIR_A DIR_B")
-        from benchmarks.fingerprint import diff_runs
-
-        print(diff_runs(*args.compare_dirs[1:]), end="")
-        return 0
-    if args.compare_dirs:
-        if args.compare_dirs[0] != "compare" or len(args.compare_dirs) < 2:
-            raise ValueError("usage: paravt eval compare DIR1 [DIR2 ...] | paravt eval diff A B | paravt eval suite --data-root DIR ...")
-        print(compare(args.compare_dirs[1:]), end="")
-        return 0
     missing = [f"--{k}" for k in ("policy", "data", "out") if not getattr(args, k)]
     if missing:
         raise ValueError(f"paravt eval needs {', '.join(missing)}")

@@ -7,7 +7,8 @@ import argparse
 
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
-    p.add_argument("--recipe", default="tiny_cpu", help="recipe name (learners/recipes) or YAML path (default tiny_cpu)")
+    p.add_argument("--recipe", default="tiny_cpu", metavar="NAME|YAML",
+                   help=f"a recipe: {', '.join(recipe_names())}, or a YAML file's path (default tiny_cpu)")
     p.add_argument("--steps", type=int, default=None, help="RL steps to reach (default: the recipe's)")
     p.add_argument("--out", default="runs/train", help="run directory (default runs/train)")
     p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint")
@@ -20,19 +21,34 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.set_defaults(func=run)
 
 
+def recipe_names() -> list[str]:
+    """The bundled recipes (learners/recipes/*.yaml), found without importing learners (no torch for --help)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("learners")
+    folders = [Path(p) / "recipes" for p in (spec.submodule_search_locations or [])] if spec else []
+    return sorted({f.stem for d in folders for f in d.glob("*.yaml")})
+
+
 def run(args: argparse.Namespace) -> int:
     from learners.config import load_recipe
 
     if args.steps is not None and args.steps < 0:
         raise ValueError(f"--steps must be at least 0, got {args.steps}")
     cfg = load_recipe(args.recipe, args.overrides)
+    if args.backend == "local":
+        from learners.metrics import check_sinks
+
+        check_sinks(cfg)  # a missing tensorboard / wandb fails now, not after the data and the model are ready
     if args.backend == "openrlhf":
         from learners.openrlhf.launcher import launch
         from learners.trainer import resolve_data
 
         if args.steps is not None:
             raise ValueError("--steps applies to the local backend; OpenRLHF runs take train.num_episodes")
-        return launch(cfg, resolve_data(cfg), args.out, dry_run=args.dry_run)
+        # A dry run reads no data and writes nothing: it prints what a real run would execute.
+        return launch(cfg, None if args.dry_run else resolve_data(cfg), args.out, dry_run=args.dry_run)
     from pathlib import Path
 
     from learners.trainer import Trainer, write_heldout

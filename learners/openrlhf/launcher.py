@@ -104,9 +104,15 @@ NOT_EXPRESSIBLE = ("grpo.std_unbiased", "grpo.adv_eps", "grpo.batch_norm_weighti
 """Settings the OpenRLHF command cannot carry (OpenRLHF's own advantage normalisation applies instead)."""
 
 
-def launch(cfg: TrainConfig, samples: list[VideoQASample], out: str | Path, dry_run: bool = False) -> int:
+def launch(cfg: TrainConfig, samples: list[VideoQASample] | None, out: str | Path, dry_run: bool = False) -> int:
+    """Export ``samples`` as ``OUT/openrlhf_prompts.jsonl`` and run OpenRLHF on them; with ``dry_run`` only
+    print the command (``samples`` may then be None: nothing is read or written)."""
     out = Path(out)
-    prompts = export_prompts(samples, out / "openrlhf_prompts.jsonl")
+    prompts = out / "openrlhf_prompts.jsonl"
+    if not dry_run:
+        if samples is None:
+            raise ValueError("launch needs the samples to export (only a dry run goes without)")
+        export_prompts(samples, prompts)
     cmd = openrlhf_command(cfg, prompts, out / "openrlhf")
     env = {"PARAVT_ENV_OPTIONS": json.dumps(env_options(cfg))}
     print(" ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + " ".join(shlex.quote(c) for c in cmd))

@@ -29,7 +29,7 @@ def test_bench_dispatch_rejects_unknown_policy(synth_small, tmp_path, capsys):
     assert "'nope'" in capsys.readouterr().err
 
 
-def test_bench_dispatch_skips_and_counts_a_corrupt_video(synth_small, tmp_path, capsys):
+def test_bench_dispatch_counts_a_corrupt_video_as_an_error_row_like_eval(synth_small, tmp_path, capsys):
     import pytest
 
     data, _ = synth_small
@@ -41,10 +41,16 @@ def test_bench_dispatch_skips_and_counts_a_corrupt_video(synth_small, tmp_path, 
     listing = tmp_path / "samples.jsonl"
     listing.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "d.json"
-    with pytest.warns(UserWarning, match="skipping sample 'broken'.*corrupt.mp4"):
+    with pytest.warns(UserWarning, match="sample 'broken' not played.*corrupt.mp4"):
         assert main(["bench", "dispatch", "--data", str(listing), "--frame-budget", "4", "--out", str(out), "--no-progress"]) == 0
     results = json.loads(out.read_text())
-    assert all(r["n"] == 2 and r["skipped"] == 1 for r in results.values())
+    # one denominator with paravt eval: the broken row is in n and scores 0
+    assert all(r["n"] == 3 and r["errors"] == 1 and r["failed"] == ["broken"] for r in results.values())
+    assert main(["eval", "--policy", "detector", "--data", str(listing), "--frame-budget", "4", "--out",
+                 str(tmp_path / "ev"), "--no-progress"]) == 0  # fmt: skip
+    summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
+    assert (summary["n"], summary["errors"]) == (3, 1)
+    assert abs(summary["accuracy"] - results["parallel"]["accuracy"]) < 1e-9
     only_bad = tmp_path / "bad.jsonl"
     only_bad.write_text(json.dumps(rows[-1]) + "\n")
     capsys.readouterr()
