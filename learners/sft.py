@@ -131,15 +131,15 @@ def train_cross_entropy(
             raise ValueError(f"the saved {resume['stage']} state is of a {resume['steps']}-step loop, not of this "
                              f"{steps}-step {stage} loop")  # fmt: skip
         policy.model.load_state_dict(resume["model"])
+        torch.set_rng_state(resume["torch_rng"])
         rows, start = list(resume["rows"]), resume["step"]
-        if start >= steps:
+        if start >= steps:  # finished before the interrupt: its weights and the RNG it left are all that is needed
             policy.model.eval()
             return rows
         opt.load_state_dict(resume["optimizer"])
         sched.load_state_dict(resume["scheduler"])
         order = list(resume["order"])
         rng.setstate(resume["rng"])
-        torch.set_rng_state(resume["torch_rng"])
     # What the loop drew up to its last completed step: a Ctrl-C mid-step saves these, not the half-drawn ones.
     boundary = (list(order), rng.getstate(), torch.get_rng_state())
 

@@ -67,6 +67,8 @@ POINTS = {
     "teacher episode 4": lambda mp: mp.setattr(coldstart, "run_scripted_episode",
                                                _after_calls(4, coldstart.run_scripted_episode)),
     "sft step 3": lambda mp: mp.setattr(coldstart, "sft_loss", _after_calls(5, coldstart.sft_loss)),
+    "sft done, cold start not saved": lambda mp: mp.setattr(trainer_module, "run_cold_start",
+                                                            _after_calls(1, trainer_module.run_cold_start)),
     # RL: rollouts of step 3 played (data position and RNG advanced), gradients of step 3 computed (not
     # applied), step 3 complete (before step 4 began)
     "before RL update 3": lambda mp: mp.setattr(trainer_module, "run_batch", _after_calls(3, trainer_module.run_batch)),
@@ -83,7 +85,7 @@ def test_resume_after_an_interrupt_equals_the_uninterrupted_run(reference, point
     with pytest.MonkeyPatch.context() as mp:
         POINTS[point](mp)
         assert _train(run) == 130  # interrupted
-    if point.startswith(("perception", "teacher", "sft")):
+    if point.startswith(("perception", "teacher", "sft")):  # the cold start was interrupted
         assert (run / "coldstart" / "partial").is_dir() and not (run / "coldstart" / "model").exists()
         capsys.readouterr()
         assert _train(run) == 1  # a new run over an interrupted cold start is refused, not silently restarted
