@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,36 @@ SUFFIXES = (".jsonl", ".json", ".parquet", ".txt")
 
 
 # --- reading files ------------------------------------------------------------------------------------------
+def iter_rows(path: Path, batch_rows: int = 256) -> Iterator[tuple[str, Any]]:
+    """(location, row) pairs of a file, streamed where the format allows: a parquet file one record batch at a
+    time (``batch_rows`` rows, never the whole table; pyarrow reads a row group at a time, so a file written
+    as one huge row group is held whole), JSON Lines one line at a time. A ``.json`` array or a ``.txt`` file
+    is read whole (``read_rows``). Locations as in ``read_rows``."""
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+        except ImportError as exc:
+            raise ImportError(f'reading {path} needs pyarrow: pip install "paravt-gym[data]"') from exc
+        i = 0
+        with pq.ParquetFile(path) as f:
+            for batch in f.iter_batches(batch_size=batch_rows):
+                for row in batch.to_pylist():
+                    yield f"row {i}", row
+                    i += 1
+        return
+    if suffix == ".jsonl":
+        with open(path, encoding="utf-8-sig") as f:
+            for n, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        yield f"line {n}", json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise DataFormatError(f"{path}: line {n}: invalid JSON: {exc.msg}") from None
+        return
+    yield from read_rows(path)
+
+
 def read_rows(path: Path) -> list[tuple[str, Any]]:
     """(location, row) pairs of a file; the location names the line (from 1) or the row (from 0)."""
     suffix = path.suffix.lower()
@@ -216,4 +247,4 @@ def _unique_ids(samples: list[VideoQASample]) -> None:
         seen.add(s.id)
 
 
-__all__ = ["FORMATS", "DataFormatError", "detect_format", "load_samples", "read_rows"]
+__all__ = ["FORMATS", "DataFormatError", "detect_format", "iter_rows", "load_samples", "read_rows"]

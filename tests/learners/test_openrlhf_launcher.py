@@ -61,7 +61,9 @@ def test_dry_run_prints_the_command(tmp_path, capsys, monkeypatch):
     parts = shlex.split(line)
     assert parts[0].startswith("PARAVT_ENV_OPTIONS=") and json.loads(parts[0].split("=", 1)[1])["max_turns"] == 3
     assert "openrlhf.cli.train_ppo_ray" in parts
-    assert (tmp_path / "run" / "openrlhf_prompts.jsonl").read_text().count("\n") == 2
+    # a dry run reads no data and writes nothing (the prompts file is written when the run is real)
+    assert str(tmp_path / "run" / "openrlhf_prompts.jsonl") in parts
+    assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
 
 
 def test_executor_reads_its_options_from_the_environment(monkeypatch):
