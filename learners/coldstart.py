@@ -135,14 +135,15 @@ def train_sft(policy: HFPolicy, data: list[Trajectory], cfg: TrainConfig, *, reh
                                grad_clip=cfg.optim.grad_clip, seed=cfg.seed, stage="sft", rehearsal=rehearsal or (),
                                rehearsal_loss=example_loss, rehearse=s.rehearsal, progress=progress,
                                schedule=s.lr_schedule, warmup_ratio=s.warmup_ratio, weight_decay=s.weight_decay,
-                               **_stage_checkpoints(store, "sft"))  # fmt: skip
+                               **_stage_checkpoints(store, "sft", s.save_every_s))  # fmt: skip
 
 
-def _stage_checkpoints(store: ColdStartStore | None, stage: str) -> dict[str, Any]:
+def _stage_checkpoints(store: ColdStartStore | None, stage: str, save_every_s: float = 60.0) -> dict[str, Any]:
     """``train_cross_entropy``'s resume / save arguments for ``stage`` under ``store`` (none without one)."""
     if store is None:
         return {}
-    return {"resume": store.load(stage), "save_state": lambda state: store.save(stage, state)}
+    return {"resume": store.load(stage), "save_state": lambda state: store.save(stage, state),
+            "save_every_s": save_every_s}
 
 
 def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainConfig, out: str | Path, *,
@@ -175,21 +176,18 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
                                           max_pixels=e.max_pixels, seed=cfg.seed, progress=progress)  # fmt: skip
                 store.save("perception_examples", examples)
             rows += train_perception(policy, examples, cfg.perception, grad_clip=cfg.optim.grad_clip, seed=cfg.seed,
-                                     progress=progress, **_stage_checkpoints(store, "perception"))  # fmt: skip
+                                     progress=progress, **_stage_checkpoints(store, "perception", cfg.sft.save_every_s))  # fmt: skip
             summary["perception"] = {"examples": len(examples), "steps": cfg.perception.steps,
                                      "final_loss": _tail_mean(rows, "perception")}  # fmt: skip
-        if cfg.sft.steps > 0:
+        if cfg.sft.steps > 0 and cfg.sft.data:  # the released SFT conversations (lmms-engine schema), streamed
+            summary["sft"] = _streamed_sft(policy, cfg, store, rows, progress)
+        elif cfg.sft.steps > 0:
             # Teacher episodes over the perception pool, never over the RL prompts: the paper's SFT and RL
             # sets are disjoint, and a 2-layer model memorises the answer of a video it was taught on (measured:
             # RL-prompt accuracy 0.75 without a crop vs 0.45 held-out), which leaves RL nothing to gain from
             # the tool on them. Without a pool (real data) the training videos are all there is.
-            if cfg.sft.data:  # the released SFT conversations (lmms-engine schema)
-                from .release_sft import release_sft_trajectories
-
-                data, missed = release_sft_trajectories(policy, cfg.sft.data, cfg.sft.data_limit, cfg.sft.video_root)
-            else:
-                data, missed = teacher_episodes(policy, list(perception_samples or samples), cfg, progress=progress,
-                                                store=store)  # fmt: skip
+            data, missed = teacher_episodes(policy, list(perception_samples or samples), cfg, progress=progress,
+                                            store=store)  # fmt: skip
             calls = sum(1 for t in data if t.tool_calls)
             guesses = sum(1 for t in data if not t.tool_calls and GUESS_TEXT in t.turn_texts[0])
             checks = sum(1 for t in data if t.tool_calls and CHECK_TEXT in t.turn_texts[0])
@@ -202,6 +200,21 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
         f.writelines(json.dumps(r) + "\n" for r in rows)
     logger.info("cold start: %s", summary)
     return summary
+
+
+def _streamed_sft(policy: HFPolicy, cfg: TrainConfig, store: ColdStartStore, rows: list[dict], progress: bool) -> dict:
+    from .sft_stream import train_streaming_sft
+
+    s = cfg.sft
+    losses, counts = train_streaming_sft(
+        policy, s.data, steps=s.steps, batch=s.batch, pack_tokens=s.pack_tokens, lr=s.lr, grad_clip=cfg.optim.grad_clip,
+        seed=cfg.seed, schedule=s.lr_schedule, warmup_ratio=s.warmup_ratio, weight_decay=s.weight_decay,
+        video_root=s.video_root, limit=s.data_limit, resume=store.load("sft_stream"),
+        save_state=lambda state: store.save("sft_stream", state), save_every_s=s.save_every_s, progress=progress,
+    )  # fmt: skip
+    rows += losses
+    return {"rows_trained": counts.trained, "dropped_overlong": counts.overlong, "skipped_unreadable": counts.unreadable,
+            "pack_tokens": s.pack_tokens, "steps": s.steps, "final_loss": _tail_mean(rows, "sft")}  # fmt: skip
 
 
 def _bound(items: list | None, policy: HFPolicy) -> list | None:

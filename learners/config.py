@@ -156,7 +156,8 @@ class SFTConfig:
     """Teacher episodes generated for the cold start (over the training videos, each with a frame budget
     drawn from the gating choices, so the data holds answer-from-overview and parallel-crop episodes)."""
     batch: int = 1
-    """Episodes per optimiser step (gradient accumulation); episodes are reshuffled every pass."""
+    """Episodes per optimiser step (gradient accumulation); episodes are reshuffled every pass. With ``data``:
+    packs per step (the release: ``per_device_train_batch_size`` 4 packed sequences per device)."""
     window: float = 20.0
     """Length of the teacher's coverage crops, seconds (``learners.teacher``)."""
     rehearsal: int = 0
@@ -191,6 +192,15 @@ class SFTConfig:
     video_root: str | None = None
     """Where the relative media paths of ``data`` (videos, frames) resolve first, before the data file's own
     folder (as ``data.video_root`` for the RL data)."""
+    pack_tokens: int = 0
+    """With ``data``: conversations packed greedily, in stream order, into packs of at most this many tokens
+    (text and image tokens); a conversation longer than that alone is dropped and counted (the release:
+    ``packing_length: 8192``, ``filter_overlong: true``). 0: one conversation per pack. ``data`` is streamed
+    either way (``learners.sft_stream``)."""
+    save_every_s: float = 60.0
+    """The cold-start loops (perception, SFT) save their state at most this often, in seconds, besides at the
+    end of each stage and on Ctrl-C / SIGTERM (``learners.coldstart_store``): raise it for large models, whose
+    optimiser state takes long to write."""
 
 
 @dataclass

@@ -7,7 +7,7 @@ epoch, hence the same gated K), batched generation; rewards from the env; advant
 per token with token anchoring); one PPO-clipped update with KL to the frozen initial policy. Every step
 appends a row to ``RUN/metrics.jsonl`` and redraws ``RUN/curves.png``; every ``save_every`` steps (and on
 Ctrl-C, and at the end) ``RUN/checkpoint`` gets the model, the optimizer, the RNG states and the data
-position, so ``--resume`` continues the run without gaps or repeats in the metrics.
+position of the last completed step, so ``--resume`` continues the run as if never interrupted.
 """
 
 from __future__ import annotations
@@ -179,8 +179,10 @@ class Trainer:
         elif (partial := ColdStartStore(self.out)).exists():
             raise FileExistsError(f"{self.out} holds an interrupted cold start ({partial.describe()}): pass --resume "
                                   "to continue it, or use a new --out")  # fmt: skip
-        self.samples = resolve_data(cfg)
-        if not self.samples:
+        # An SFT-only run (the release's SFT recipe: steps 0, sft.data) needs no RL prompts.
+        sft_only = cfg.steps == 0 and bool(cfg.sft.data) and not cfg.data.path
+        self.samples = [] if sft_only else resolve_data(cfg)
+        if not self.samples and not sft_only:
             raise ValueError("the training data holds no sample")
         base_path = resolve_model_path(cfg)
         self.base_path = Path(base_path) if Path(str(base_path)).exists() else None
@@ -207,7 +209,7 @@ class Trainer:
             self.policy.model.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay
         )
         n_envs = cfg.rollout.prompts_per_step * cfg.rollout.group_size  # one env per rollout of a step
-        self.envs = [VideoToolEnv(self.samples, env_config(cfg)) for _ in range(n_envs)]
+        self.envs = [VideoToolEnv(self.samples, env_config(cfg)) for _ in range(n_envs)] if self.samples else []
         self.step, self.epoch, self.cursor = 0, 0, 0
         self.order = list(range(len(self.samples)))
         self.ref_model = None

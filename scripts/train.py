@@ -63,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
         rows = trainer.train(args.steps)
     finally:
         trainer.close()
+    if not rows and cfg.steps == 0:
+        print(f"{args.out}: no RL steps (steps 0); the cold start is {out / 'coldstart' / 'model'}")
+        return 0
     last = rows[-1] if rows else {}
     print(f"{args.out}: {len(rows)} steps; last reward {last.get('reward_mean', float('nan')):.3f}, "
           f"format {last.get('format_reward', float('nan')):.3f}, tool calls {last.get('tool_calls_per_rollout', float('nan')):.2f}")  # fmt: skip

@@ -87,10 +87,12 @@ def test_loss_falls_on_assistant_turns_only_and_the_stage_trains(sft_dir, tiny_q
     prompt = policy.tokenizer.decode([t for t, m in zip(tr.input_ids, tr.loss_mask, strict=True) if not m])
     assert prompt.count("<tool_response>") == 2 and tr.encoded.n_images == 13 and tr.tool_calls == 2
 
-    cfg = load_recipe("tiny_cpu", ["sft.steps=3", f"sft.data={sft_dir / 'sft_rows.json'}", "perception.steps=0"])
-    with pytest.warns(UserWarning):
+    cfg = load_recipe("tiny_cpu", ["sft.steps=3", "sft.batch=1", f"sft.data={sft_dir / 'sft_rows.json'}", "perception.steps=0"])
+    with pytest.warns(UserWarning, match="skipping SFT rows whose media cannot be read.*missing.mp4"):
         summary = run_cold_start(policy, [], cfg, tmp_path)
-    assert summary["sft"]["episodes"] == 2 and summary["sft"]["dropped"] == 1
+    # streamed, one conversation per step: rows 0 and 1, then row 0 of the second pass; the row with the missing
+    # video (row 2, last) was skipped once before the stream reached that row
+    assert summary["sft"]["rows_trained"] == 3 and summary["sft"]["skipped_unreadable"] == 1
     rows = [json.loads(line) for line in (tmp_path / "sft_metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and all(np.isfinite(r["loss"]) for r in rows)
 
@@ -107,7 +109,7 @@ def test_train_from_the_released_data_end_to_end(sft_dir, tmp_path_factory):
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(sft_dir / "videos" / "v1.mp4", target)
     run = tmp_path / "run"
-    with pytest.warns(UserWarning, match="skipped 1 SFT rows"):
+    with pytest.warns(UserWarning, match="skipping SFT rows"):
         rc = main(["train", "--recipe", "tiny_cpu", "--out", str(run), "--no-progress", f"data.path={tmp_path / 'rl.json'}",
                    f"data.video_root={tmp_path / 'videos'}", f"sft.data={sft_dir}", "sft.steps=2", "perception.steps=0",
                    "env.protocol=release", "env.tool_result=subagent", "steps=1", "data.heldout_n=0",
