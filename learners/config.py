@@ -33,6 +33,18 @@ class ModelConfig:
     """"cpu", "cuda" or "auto"."""
     gradient_checkpointing: bool = False
     """Trade compute for memory in the training forward pass (release: on)."""
+    processor_min_pixels: int | None = None
+    """Pixel budget of the policy's image processor, lower bound, applied to the frames the env hands it (already
+    sampled at ``env.min_pixels``-``env.max_pixels``). None: the env's, so a frame reaches the model as the env
+    sampled it. The release loads Qwen3-VL's processor with its own budget (``AutoProcessor.from_pretrained``
+    without pixel arguments: ``shortest_edge`` 65,536), which upscales its 784-50,176-pixel frames to at least
+    65,536 pixels (a 224x224 frame becomes 256x256: 64 visual tokens, not 49)."""
+    processor_max_pixels: int | None = None
+    """Upper bound of the same (None: ``env.max_pixels``; Qwen3-VL's own: 16,777,216)."""
+
+    def processor_pixels(self, env_min: int, env_max: int) -> tuple[int, int]:
+        """(min, max) pixels the policy's image processor runs at."""
+        return (self.processor_min_pixels or env_min, self.processor_max_pixels or env_max)
 
 
 @dataclass
@@ -188,7 +200,8 @@ class SFTConfig:
     lmms-engine's chat schema (``ParaVT/ParaVT-Parquet``, config ``sft``; ``learners.release_sft``), as the
     release cold-starts ParaVT-8B (500 steps at lr 2e-5 there)."""
     data_limit: int | None = None
-    """Read at most this many rows of ``data`` (None: all)."""
+    """Use at most this many rows of ``data`` per pass, counted over the shards in that pass's order (None:
+    all)."""
     video_root: str | None = None
     """Where the relative media paths of ``data`` (videos, frames) resolve first, before the data file's own
     folder (as ``data.video_root`` for the RL data)."""

@@ -201,7 +201,8 @@ class Trainer:
         self.policy = HFPolicy.from_pretrained(
             load_from, device=cfg.model.device, dtype=dtype, max_new_tokens=cfg.rollout.max_new_tokens,
             temperature=cfg.rollout.temperature, think_prefix=think,
-            min_pixels=cfg.env.min_pixels, max_pixels=cfg.env.max_pixels, batch_tokens=cfg.rollout.batch_tokens,
+            **dict(zip(("min_pixels", "max_pixels"), cfg.model.processor_pixels(cfg.env.min_pixels, cfg.env.max_pixels), strict=True)),
+            batch_tokens=cfg.rollout.batch_tokens,
         )  # fmt: skip
         if cfg.model.gradient_checkpointing:
             self.policy.model.gradient_checkpointing_enable()
@@ -453,7 +454,9 @@ class Trainer:
             for f in Path(source).iterdir():
                 if f.is_file() and not f.name.startswith(("model", "config.json", "generation_config")):
                     shutil.copy2(f, target / f.name)
-        write_card(target, think_prefix=uses_think_prefix(self.cfg), env=asdict(self.cfg.env), algorithm=self.cfg.algorithm)
+        low, high = self.cfg.model.processor_pixels(self.cfg.env.min_pixels, self.cfg.env.max_pixels)
+        write_card(target, think_prefix=uses_think_prefix(self.cfg), env=asdict(self.cfg.env), algorithm=self.cfg.algorithm,
+                   processor_pixels={"min_pixels": low, "max_pixels": high})  # fmt: skip
 
     def save(self) -> None:
         """The model, optimiser, RNG and data position, swapped in atomically (``learners.checkpoint``)."""

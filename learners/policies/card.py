@@ -41,5 +41,6 @@ def read_card(model_dir: str | Path) -> dict[str, Any]:
 def trained_pixels(model_dir: str | Path) -> dict[str, int]:
     """``min_pixels`` / ``max_pixels`` the checkpoint's image processor ran at in training (``{}`` without a
     card): an ``HFPolicy`` of it must process frames at the same budget to see them as it was trained to."""
-    env = read_card(model_dir).get("env", {})
+    card = read_card(model_dir)
+    env = card.get("processor_pixels") or card.get("env", {})  # the processor's own budget where it had one
     return {k: int(env[k]) for k in ("min_pixels", "max_pixels") if env.get(k) is not None}

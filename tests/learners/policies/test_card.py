@@ -42,3 +42,30 @@ def test_hf_policy_runs_its_image_processor_at_the_trained_pixel_budget(tiny_qwe
         assert make().policy._encode_text("<|image_pad|>", [frame]).image_grid_thw.tolist() == [[1, 6, 6]]
     finally:
         (tiny_qwen3 / "paravt.json").unlink()
+
+
+def test_the_release_processor_budget_upscales_small_frames_and_the_card_keeps_it(tiny_qwen3, tmp_path):
+    """Qwen3-VL's processor at its own budget (shortest_edge 65,536, as the release loads it) turns a 224x224
+    frame sampled at 784-50,176 pixels into 256x256: a 16x16 patch grid (64 tokens after the 2x2 merge),
+    where the env's budget keeps it 14x14 (49 tokens). Hand-computed: 50,176 < 65,536, so smart_resize scales
+    by sqrt(65,536 / 50,176) and rounds up to the factor 32: 224 / 0.875 = 256."""
+    import numpy as np
+    import pytest
+
+    pytest.importorskip("torch")
+    from learners.config import load_recipe
+    from learners.policies.card import trained_pixels, write_card
+    from learners.policies.hf import HFPolicy
+
+    frame = np.zeros((224, 224, 3), dtype=np.uint8)
+    cfg = load_recipe("paragrpo_qwen3vl_8b_release")
+    low, high = cfg.model.processor_pixels(cfg.env.min_pixels, cfg.env.max_pixels)
+    assert (low, high) == (65536, 16777216)
+    release = HFPolicy.from_pretrained(tiny_qwen3, min_pixels=low, max_pixels=high)
+    ours = HFPolicy.from_pretrained(tiny_qwen3, min_pixels=cfg.env.min_pixels, max_pixels=cfg.env.max_pixels)
+    assert release.process_images([frame])[1].tolist() == [[1, 16, 16]]
+    assert ours.process_images([frame])[1].tolist() == [[1, 14, 14]]
+    assert load_recipe("tiny_cpu").model.processor_pixels(784, 50176) == (784, 50176)  # default: the env's
+    write_card(tmp_path, think_prefix=True, env={"min_pixels": 784, "max_pixels": 50176},
+               processor_pixels={"min_pixels": low, "max_pixels": high})  # fmt: skip
+    assert trained_pixels(tmp_path) == {"min_pixels": 65536, "max_pixels": 16777216}
