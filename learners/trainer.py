@@ -13,7 +13,6 @@ position of the last completed step, so ``--resume`` continues the run as if nev
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
 import json
 import logging
@@ -35,20 +34,18 @@ from paravt_env.paths import cache_dir
 from paravt_env.rewards import RewardConfig
 
 from . import checkpoint
+from .advantages import kl_reward_advantages, training_units
 from .coldstart import run_cold_start
 from .coldstart_store import ColdStartStore
 from .config import TrainConfig
 from .grpo import (
-    batch_normalize,
     clipped_policy_loss,
-    group_advantages,
     kl_penalty,
-    kl_reward_to_go,
     masked_mean,
 )
 from .interrupts import commit_section
 from .metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
-from .para_grpo import sequence_advantages, token_anchored_advantages
+from .para_grpo import token_anchored_advantages
 from .policies.card import CARD_NAME, write_card
 from .policies.hf import THINK_PREFIX, HFPolicy, length_buckets
 from .rollout import Trajectory, run_batch
@@ -341,29 +338,7 @@ class Trainer:
         mean loss, KL, clip fraction and entropy over the trained trajectories. With ``apply=False`` only the
         gradients are computed (``_apply_gradients`` takes the step, inside ``rl_step``'s commit section)."""
         cfg = self.cfg
-        # Advantages: one scalar per rollout (sequence anchoring), or A_task + λ·struct·A_fmt per token.
-        token_level = cfg.algorithm == "para_grpo" and cfg.para.anchoring == "token"
-        token_counts = [[sum(t.loss_mask[1:]) for t in g] for g in groups]  # per rollout, for token-weighted norms
-        # KL in the reward (the release's form): the batch normalisation waits until the per-token KL returns
-        # are in the advantages, then runs over the batch's tokens.
-        kl_reward = cfg.grpo.kl_in_reward and cfg.grpo.kl_coef > 0
-        adv_cfg = dataclasses.replace(cfg.grpo, batch_adv_norm=False) if kl_reward else cfg.grpo
-        if token_level:
-            task = sequence_advantages([[t.breakdown["accuracy"] + t.breakdown["tool"] for t in g] for g in groups], adv_cfg, token_counts)
-            fmt = [group_advantages(torch.tensor([t.breakdown["format"] for t in g]), cfg.grpo.std_normalize).tolist() for g in groups]
-        else:
-            task = sequence_advantages([[t.reward for t in g] for g in groups], adv_cfg, token_counts)
-            fmt = [[0.0] * len(g) for g in groups]
-        units: list[tuple[Trajectory, float, float, float]] = []  # (trajectory, A_task, A_fmt, weight of its token mean)
-        for g, a_task, a_fmt in zip(groups, task, fmt, strict=True):
-            mine = [(tr, at, af) for tr, at, af in zip(g, a_task, a_fmt, strict=True)]
-            if cfg.rollout.include_subagents:  # the sub-agent shares the weights and its episode's outcome
-                mine += [(sub, at, af) for tr, at, af in zip(g, a_task, a_fmt, strict=True) for sub in tr.subagent_trajectories]
-            units += [(tr, at, af, 1.0 / len(mine) / len(groups)) for tr, at, af in mine if sum(tr.loss_mask) > 0]
-        if cfg.grpo.loss_aggregation == "token_mean":  # every loss token of the batch weighs the same
-            tokens = sum(sum(tr.loss_mask[1:]) for tr, *_ in units)
-            units = [(tr, at, af, sum(tr.loss_mask[1:]) / tokens) for tr, at, af, _ in units]
-
+        units, token_level, kl_reward = training_units(groups, cfg)
         step, cap = max(1, cfg.optim.micro_batch), cfg.optim.micro_batch_tokens
         token_adv = self._kl_reward_advantages(units, token_level, step, cap) if kl_reward else None
 
@@ -413,28 +388,11 @@ class Trainer:
         self.optimizer.step()
 
     def _kl_reward_advantages(self, units: list, token_level: bool, micro_batch: int, cap: int | None) -> list[torch.Tensor]:
-        """Per unit, per token: its group-normalised advantage (token-anchored with PARA-GRPO's token
-        anchoring) plus the KL return ``-β Σ_{t'≥t} (log π_old - log π_ref)``, then, with ``batch_adv_norm``,
-        normalised over every loss token of the batch (the release's order)."""
-        cfg = self.cfg
+        """``advantages.kl_reward_advantages`` with the frozen reference's log-probs of every unit."""
         with torch.no_grad():
             refs = self.policy.batch_logprobs([tr.encoded for tr, *_ in units], model=self._reference(),
                                               micro_batch=micro_batch, max_tokens=cap)  # fmt: skip
-        out, masks = [], []
-        for (tr, at, af, _), ref in zip(units, refs, strict=True):
-            ref = ref.float().cpu()
-            mask = torch.tensor(tr.loss_mask[1:], dtype=torch.float32)
-            old = torch.tensor(tr.logprobs[1:], dtype=torch.float32)
-            if token_level:
-                base = token_anchored_advantages(at, af, torch.tensor(tr.struct_mask[1:]), cfg.para.anchor_weight)
-            else:
-                base = torch.full_like(mask, at)
-            out.append(base + kl_reward_to_go(old, ref, mask, cfg.grpo.kl_coef))
-            masks.append(mask)
-        if cfg.grpo.batch_adv_norm and out:  # over every loss token of the batch, once (mask as weight)
-            flat = batch_normalize(torch.cat(out), cfg.grpo.adv_eps, weights=torch.cat(masks), unbiased=cfg.grpo.std_unbiased)
-            out = list(flat.split([len(a) for a in out]))
-        return out
+        return kl_reward_advantages(units, refs, self.cfg, token_level)
 
     def _reference(self):
         """The frozen initial policy (after the cold start), for the KL penalty."""
