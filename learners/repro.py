@@ -111,11 +111,10 @@ def run_coldstart(cfg: ReproConfig, out: Path, progress: bool = True) -> Path:
     if (target / "paravt.json").is_file():
         return target
     run = Path(out) / "coldstart"
-    if run.exists():  # an interrupted cold start: it has no checkpoint to resume from
-        shutil.rmtree(run)
     base = base_config(cfg)
     base.steps = 0
-    trainer = Trainer(base, run, progress=progress)
+    # an interrupted cold start resumes from what it saved (RUN/coldstart/partial), as `paravt train --resume`
+    trainer = Trainer(base, run, progress=progress, resume=run.exists())
     try:
         write_heldout(base, run)
         trainer.cold_start()
