@@ -19,9 +19,22 @@ from .vector import GroupedEnv
 __version__ = "0.1.0"
 
 ENV_ID = "ParaVT/VideoTool-v0"
+REMOTE_ENV_ID = "ParaVT/RemoteVideoTool-v0"
+"""``gymnasium.make(REMOTE_ENV_ID, url="http://host:8100", **options)``: the env served by ``paravt serve-env``."""
 
 if ENV_ID not in gymnasium.registry:
     gymnasium.register(id=ENV_ID, entry_point="paravt_env.env:VideoToolEnv")
+if REMOTE_ENV_ID not in gymnasium.registry:
+    gymnasium.register(id=REMOTE_ENV_ID, entry_point="paravt_env.remote.client:RemoteVideoToolEnv")
+
+
+def __getattr__(name: str):
+    # The client imports httpx: only when asked for.
+    if name == "RemoteVideoToolEnv":
+        from .remote import RemoteVideoToolEnv
+
+        return RemoteVideoToolEnv
+    raise AttributeError(f"module 'paravt_env' has no attribute {name!r}")
 
 __all__ = [
     "ENV_ID",
@@ -29,6 +42,8 @@ __all__ = [
     "EnvConfig",
     "GroupedEnv",
     "RewardBreakdown",
+    "REMOTE_ENV_ID",
+    "RemoteVideoToolEnv",
     "RewardConfig",
     "VideoQASample",
     "VideoToolEnv",
