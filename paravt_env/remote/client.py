@@ -13,6 +13,7 @@ cannot be reached or refuses for its own reasons raises ``RemoteEnvError``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any
 
@@ -147,10 +148,8 @@ class RemoteVideoToolEnv(gym.Env[dict, str]):
     def close(self) -> None:
         """Close the server-side session (its env and decoders) and the connection; safe to call twice."""
         if self._session is not None:
-            try:
+            with contextlib.suppress(RemoteEnvError):  # already expired or the server is gone: nothing to free
                 self._call("DELETE", self._path())
-            except RemoteEnvError:  # already expired or the server is gone: nothing left to free
-                pass
             self._session = None
         self._http.close()
         super().close()

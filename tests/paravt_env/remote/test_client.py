@@ -1,10 +1,10 @@
 """``RemoteVideoToolEnv`` against a real server: the in-process env's observations, rewards and errors."""
 
+import gymnasium
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import gymnasium
 from baselines.agents import make_baseline
 from baselines.runner import play_episode
 from paravt_env import REMOTE_ENV_ID, VideoToolEnv

@@ -3,7 +3,14 @@ import math
 import numpy as np
 import pytest
 
-from paravt_env.remote.wire import WireError, decode_frames, decode_observation, encode_frames, encode_observation, jsonable
+from paravt_env.remote.wire import (
+    WireError,
+    decode_frames,
+    decode_observation,
+    encode_frames,
+    encode_observation,
+    jsonable,
+)
 from paravt_env.timing import StepTiming
 
 
