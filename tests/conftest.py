@@ -49,3 +49,25 @@ def tiny_qwen3(tmp_path_factory):
     from learners.policies.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny_qwen3_vl") / "model", arch="qwen3_vl", seed=0)
+
+
+@pytest.fixture
+def start_env_server():
+    """``start(samples, **limits)``: a real ``EnvServer`` (``paravt serve-env``) on a free loopback port, in a
+    thread; every server started is shut down after the test."""
+    import threading
+
+    from paravt_env.remote.server import EnvServer, EnvServerLimits
+
+    servers = []
+
+    def start(samples, **limits):
+        server = EnvServer(("127.0.0.1", 0), list(samples), EnvServerLimits(**limits))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()

@@ -8,7 +8,6 @@ import time
 import httpx
 import pytest
 
-from .conftest import start_server
 
 
 def post(url, path, body, **kw):
@@ -80,40 +79,32 @@ def test_bad_resets_and_steps(env_server):
     assert r.status_code == 405
 
 
-def test_body_limits(env_samples):
-    server = start_server(env_samples, max_body_bytes=4096)
-    try:
-        sid = open_session(server.url, frame_budget=4)
-        post(server.url, f"/v1/sessions/{sid}/reset", {"options": {"index": 0}})
-        r = post(server.url, f"/v1/sessions/{sid}/step", {"action": "x" * 5000})
-        assert r.status_code == 413 and "4096" in r.json()["error"]["message"]
-        for raw, words in ((b"{not json", "not JSON"), (b"[1, 2]", "object"), (b"\xff\xfe", "UTF-8")):
-            r = httpx.post(server.url + f"/v1/sessions/{sid}/step", content=raw)
-            assert r.status_code == 400 and words in r.json()["error"]["message"]
-        # no Content-Length: refused without waiting for a body (raw socket: httpx always sends one)
-        host, port = server.server_address[:2]
-        with socket.create_connection((host, port), timeout=10) as s:
-            s.sendall(f"POST /v1/sessions/{sid}/step HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-            assert s.recv(200).split(b"\r\n")[0].endswith(b"411 Length Required")
-    finally:
-        server.shutdown()
-        server.server_close()
+def test_body_limits(env_samples, start_env_server):
+    server = start_env_server(env_samples, max_body_bytes=4096)
+    sid = open_session(server.url, frame_budget=4)
+    post(server.url, f"/v1/sessions/{sid}/reset", {"options": {"index": 0}})
+    r = post(server.url, f"/v1/sessions/{sid}/step", {"action": "x" * 5000})
+    assert r.status_code == 413 and "4096" in r.json()["error"]["message"]
+    for raw, words in ((b"{not json", "not JSON"), (b"[1, 2]", "object"), (b"\xff\xfe", "UTF-8")):
+        r = httpx.post(server.url + f"/v1/sessions/{sid}/step", content=raw)
+        assert r.status_code == 400 and words in r.json()["error"]["message"]
+    # no Content-Length: refused without waiting for a body (raw socket: httpx always sends one)
+    host, port = server.server_address[:2]
+    with socket.create_connection((host, port), timeout=10) as s:
+        s.sendall(f"POST /v1/sessions/{sid}/step HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert s.recv(200).split(b"\r\n")[0].endswith(b"411 Length Required")
 
 
-def test_session_limit_and_idle_expiry(env_samples):
-    server = start_server(env_samples, max_sessions=2, idle_timeout_s=0.5)
-    try:
-        a, _b = open_session(server.url), open_session(server.url)
-        r = post(server.url, "/v1/sessions", {})
-        assert r.status_code == 503 and r.headers["Retry-After"] and "2 sessions" in r.json()["error"]["message"]
-        time.sleep(1.0)  # the reaper (every idle_timeout / 4) closes both
-        assert httpx.get(server.url + "/health").json()["sessions"] == 0
-        r = post(server.url, f"/v1/sessions/{a}/reset", {})
-        assert r.status_code == 410 and "idle" in r.json()["error"]["message"]
-        open_session(server.url)  # room again
-    finally:
-        server.shutdown()
-        server.server_close()
+def test_session_limit_and_idle_expiry(env_samples, start_env_server):
+    server = start_env_server(env_samples, max_sessions=2, idle_timeout_s=0.5)
+    a, _b = open_session(server.url), open_session(server.url)
+    r = post(server.url, "/v1/sessions", {})
+    assert r.status_code == 503 and r.headers["Retry-After"] and "2 sessions" in r.json()["error"]["message"]
+    time.sleep(1.0)  # the reaper (every idle_timeout / 4) closes both
+    assert httpx.get(server.url + "/health").json()["sessions"] == 0
+    r = post(server.url, f"/v1/sessions/{a}/reset", {})
+    assert r.status_code == 410 and "idle" in r.json()["error"]["message"]
+    open_session(server.url)  # room again
 
 
 def test_a_busy_session_answers_409(env_server):
