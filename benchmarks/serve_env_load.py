@@ -23,8 +23,8 @@ import numpy as np
 
 from benchmarks.remote_env import peak_rss_mb, start_serve_env
 
-TURN = "".join('<tool_call>{"name": "crop_video", "arguments": {"start_time": %d, "end_time": %d}}</tool_call>' % (a, a + 8)
-               for a in (5, 25))  # fmt: skip
+TURN = "".join("<tool_call>" + json.dumps({"name": "crop_video", "arguments": {"start_time": a, "end_time": a + 8}})
+               + "</tool_call>" for a in (5, 25))  # fmt: skip
 
 
 def _client(url: str, k: int, n_samples: int, until: float, out: dict) -> None:

@@ -2,6 +2,7 @@
 ``paravt serve-env``), with a turn's crops as one parallel env step."""
 
 import asyncio
+import json
 
 import numpy as np
 import pytest
@@ -12,8 +13,8 @@ from paravt_env import VideoToolEnv
 pytest.importorskip("PIL")
 
 CALLS = [(2.0, 12.0), (20.0, 31.0), (500.0, 400.0)]  # the third is invalid: the env says why
-TURN1 = "".join('<tool_call>\n{"name": "crop_video", "arguments": {"start_time": %s, "end_time": %s}}\n</tool_call>' % c
-                for c in CALLS)  # fmt: skip
+TURN1 = "".join("<tool_call>\n" + json.dumps({"name": "crop_video", "arguments": {"start_time": a, "end_time": b}})
+                + "\n</tool_call>" for a, b in CALLS)  # fmt: skip
 TURN2 = "<think>seen</think><answer>[3.0, 9.0]</answer>"
 
 

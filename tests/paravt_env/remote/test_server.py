@@ -9,7 +9,6 @@ import httpx
 import pytest
 
 
-
 def post(url, path, body, **kw):
     return httpx.post(url + path, json=body, timeout=60, **kw)
 
