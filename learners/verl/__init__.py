@@ -1,5 +1,11 @@
-"""verl adapter: ``ParaVTAgentLoop`` (registered as ``paravt``) plays ParaVT episodes in verl's agent-loop
-rollout (tested against verl==0.9.1's CPU-importable API); ``LocalServerManager`` runs it on CPU.
+"""verl adapter: ``ParaVTAgentLoop`` (``learners.verl.agent_loop``, registered as ``paravt``) plays ParaVT
+episodes in verl's agent-loop rollout (tested against verl==0.9.1's CPU-importable API); ``LocalServerManager``
+answers verl's ``generate`` with a transformers model so the loop runs on CPU.
 
-Import ``learners.verl.agent_loop`` only where verl is installed (it imports verl at module level, as verl's
-hydra ``_target_`` needs)."""
+``learners.verl.agent_loop`` imports verl at module level (verl's hydra ``_target_`` loads it); this package
+does not.
+"""
+
+from .local_server import LocalServerManager
+
+__all__ = ["LocalServerManager"]

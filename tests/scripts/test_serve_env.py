@@ -60,3 +60,14 @@ def test_bad_command_lines_are_one_line_errors(tmp_path):
         r = subprocess.run([sys.executable, "-m", "paravt", "serve-env", *argv], capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and "Traceback" not in r.stderr and words in r.stderr, (argv, r.stderr)
         time.sleep(0)
+
+
+def test_the_readme_client_runs_as_written(served, capsys):
+    """The README's standard-library client, against a real server (its URL swapped in)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = re.search(r"A client in a few lines of standard library:\n\n```python\n(.*?)```", text, re.S).group(1)
+    assert "http://127.0.0.1:8100" in block
+    exec(block.replace("http://127.0.0.1:8100", served), {})
+    assert "'total'" in capsys.readouterr().out
