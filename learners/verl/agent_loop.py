@@ -88,7 +88,9 @@ class ParaVTAgentLoop(AgentLoopBase):
                 ids = [s.id for s in env.samples]
                 options["index"] = ids.index(str(options.pop("sample_id")))
             obs, info = await self._env_call(env.reset, seed=extra.get("seed"), options=options)
-            content, images = observation_content(info["user_prompt"], obs["frames"])
+            user = info.get("user_prompt", "")  # the observation minus the system prompt, when it holds the frames
+            content, images = observation_content(user if user.count("<image>") == len(obs["frames"]) else obs["text"],
+                                                  obs["frames"])  # fmt: skip
             messages = [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": content}]
             self._assert_mm_supported(bool(images))
             runtime = await self.ct_build_initial_tokens(messages, images=images or None, mm_inputs_out={})

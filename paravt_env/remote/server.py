@@ -25,119 +25,34 @@ from __future__ import annotations
 
 import json
 import logging
-import secrets
+import sys
 import threading
 import time
-from collections import OrderedDict
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import PurePath
 from typing import Any
 
-from ..config import EnvConfig
 from ..data import VideoQASample
-from ..env import VideoToolEnv
-from ..video import VideoDecodeError
-from .wire import FRAME_ENCODINGS, WireError, encode_frames, encode_observation, jsonable
+from .sessions import API, ApiError, EnvServerLimits, Session, SessionStore
+from .wire import WireError, jsonable
 
 logger = logging.getLogger(__name__)
 
-API = "/v1"
-
-# Options a remote client may not set: the server owns the data, and a sub-agent is a model in the client's
-# process (open a session with tool_result="frames", or run the sub-agent server-side in your own process).
-SERVER_OWNED = {
-    "samples": "the server owns its data (paravt serve-env --data); pick a sample with reset option "
-               "'index' or 'sample_id'",
-    "video_root": "the server owns its data (paravt serve-env --video-root)",
-    "subagent": "a sub-agent is a model and cannot travel as JSON; remote sessions run tool_result='frames'",
-}  # fmt: skip
-RESET_KEYS = frozenset({"index", "sample_id", "epoch", "frame_budget"})
-
-
-@dataclass
-class EnvServerLimits:
-    """What ``paravt serve-env`` lets its clients hold."""
-
-    max_sessions: int = 64
-    """Open sessions (one env each, each with its own decoders); a new one beyond it gets 503."""
-    idle_timeout_s: float = 600.0
-    """A session untouched this long is closed (its env and decoders freed); using it then answers 410."""
-    max_body_bytes: int = 1 << 20
-    """Largest request body (413 above it, refused before it is read). An action is text: 1 MiB is 30x the
-    env's default ``max_action_chars``."""
-    max_inflight: int = 256
-    """Requests being served at once; beyond it 503 (a thread per request is cheap, unboundedly many are not)."""
-    socket_timeout_s: float = 120.0
-    """A connection silent this long (mid-request or idle keep-alive) is dropped, freeing its thread."""
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if not (isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0):
-                raise ValueError(f"EnvServerLimits.{f.name} must be a positive number, got {value!r}")
-
-
-class ApiError(Exception):
-    """A request the server refuses: HTTP status, message naming the field, and the kind of error."""
-
-    def __init__(self, status: int, message: str, kind: str = "BadRequest", headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.status, self.kind, self.headers = status, kind, headers or {}
-
-
-def public_sample(sample: VideoQASample) -> dict[str, Any]:
-    """The sample as a client sees it: everything but the server's file paths (the video by its file name)."""
-    row = sample.to_dict()
-    row["video_path"] = PurePath(sample.video_path).name
-    row["extra"] = {k: v for k, v in row["extra"].items() if not (isinstance(v, str) and ("/" in v or "\\" in v))}
-    return jsonable(row)
-
-
-def _env_options(options: Any) -> dict[str, Any]:
-    if not isinstance(options, dict):
-        raise ApiError(400, f"'options' must be an object of env options, got {type(options).__name__}")
-    for key, why in SERVER_OWNED.items():
-        if key in options:
-            raise ApiError(400, f"option {key!r} cannot be set by a client: {why}")
-    if options.get("tool_result") == "subagent":
-        raise ApiError(400, f"option tool_result='subagent' needs a sub-agent: {SERVER_OWNED['subagent']}")
-    options = dict(options)
-    if isinstance(options.get("gating_choices"), list):
-        options["gating_choices"] = tuple(options["gating_choices"])
-    return options
-
-
-class Session:
-    """One client's env. ``lock`` makes a second request on a busy session a 409, not a race."""
-
-    def __init__(self, sid: str, env: VideoToolEnv, encoding: str) -> None:
-        self.id, self.env, self.encoding = sid, env, encoding
-        self.lock = threading.Lock()
-        self.last_used = time.monotonic()
-        self.steps = 0
+__all__ = ["ApiError", "EnvServer", "EnvServerLimits", "serve_env"]
 
 
 class EnvServer(ThreadingHTTPServer):
-    """The HTTP server holding the sessions. ``reap()`` closes idle ones (a thread calls it periodically)."""
+    """The HTTP server of a ``SessionStore``; a thread reaps idle sessions, ``max_inflight`` bounds requests."""
 
     daemon_threads = True
     request_queue_size = 256
 
     def __init__(self, address: tuple[str, int], samples: list[VideoQASample], limits: EnvServerLimits | None = None):
-        if not samples:
-            raise ValueError("paravt serve-env needs at least one sample")
-        self.samples = samples
         self.limits = limits or EnvServerLimits()
-        self.index_of: dict[str, int] = {}
-        for i, s in enumerate(samples):
-            self.index_of.setdefault(s.id, i)
-        self.sessions: dict[str, Session] = {}
-        self.expired: OrderedDict[str, float] = OrderedDict()  # recent idle-closed ids: a 410 that says why
-        self.lock = threading.Lock()
+        self.store = SessionStore(samples, self.limits)
         self.inflight = 0
+        self._inflight_lock = threading.Lock()
         self.started = time.monotonic()
-        self.steps_served = 0
         super().__init__(address, _Handler)
         self._stop = threading.Event()
         self._reaper = threading.Thread(target=self._reap_loop, name="serve-env-reaper", daemon=True)
@@ -148,160 +63,48 @@ class EnvServer(ThreadingHTTPServer):
         host, port = self.server_address[:2]
         return f"http://{host}:{port}"
 
-    # --- sessions ---------------------------------------------------------------------------------------
-    def open_session(self, body: dict[str, Any]) -> Session:
-        unknown = sorted(set(body) - {"options", "frame_encoding", "render_mode"})
-        if unknown:
-            raise ApiError(400, f"unknown field(s) {unknown} in a new session; known: frame_encoding, options, render_mode")
-        encoding = body.get("frame_encoding", "raw")
-        if encoding not in FRAME_ENCODINGS:
-            raise ApiError(400, f"'frame_encoding' must be one of {list(FRAME_ENCODINGS)}, got {encoding!r}")
-        options = _env_options(body.get("options", {}))
-        try:
-            config = EnvConfig.from_kwargs(**options)
-            env = VideoToolEnv(self.samples, config, render_mode=body.get("render_mode"))
-        except (TypeError, ValueError) as exc:
-            raise ApiError(400, str(exc), type(exc).__name__) from None
-        self.reap()
-        with self.lock:
-            if len(self.sessions) >= self.limits.max_sessions:
-                env.close()
-                raise ApiError(503, f"all {self.limits.max_sessions} sessions are taken; close one or retry later",
-                               "ServerBusy", {"Retry-After": "5"})  # fmt: skip
-            sid = secrets.token_hex(16)  # 128 random bits: ids never collide, across restarts too
-            session = self.sessions[sid] = Session(sid, env, encoding)
-        return session
-
-    def session(self, sid: str) -> Session:
-        with self.lock:
-            session = self.sessions.get(sid)
-            if session is None:
-                if sid in self.expired:
-                    raise ApiError(410, f"session {sid} was closed after {self.limits.idle_timeout_s:g} s idle; open a new one",
-                                   "SessionExpired")  # fmt: skip
-                raise ApiError(404, f"no session {sid!r} (closed, or never opened on this server)", "NoSuchSession")
-            session.last_used = time.monotonic()
-            return session
-
-    def close_session(self, sid: str) -> None:
-        with self.lock:
-            session = self.sessions.pop(sid, None)
-        if session is None:
-            self.session(sid)  # raises 404 / 410
-            return
-        with session.lock:  # a request still running on it finishes first
-            session.env.close()
-
-    def reap(self) -> int:
-        """Close sessions idle past the limit; returns how many."""
-        now = time.monotonic()
-        with self.lock:
-            stale = [s for s in self.sessions.values()
-                     if now - s.last_used > self.limits.idle_timeout_s and not s.lock.locked()]  # fmt: skip
-            for s in stale:
-                del self.sessions[s.id]
-                self.expired[s.id] = now
-            while len(self.expired) > 4096:
-                self.expired.popitem(last=False)
-        for s in stale:
-            logger.info("closing session %s after %.0f s idle", s.id, now - s.last_used)
-            with s.lock:
-                s.env.close()
-        return len(stale)
+    @property
+    def sessions(self) -> dict[str, Session]:
+        return self.store.sessions
 
     def _reap_loop(self) -> None:
         period = min(5.0, self.limits.idle_timeout_s / 4)
         while not self._stop.wait(period):
             try:
-                self.reap()
+                self.store.reap()
             except Exception:  # the reaper must outlive one bad close
                 logger.exception("reaping idle sessions failed")
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that drops its connection (reset, broken pipe) is not a server fault: no traceback on stderr.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            logger.debug("client %s went away: %s", client_address, exc)
+            return
+        logger.exception("request from %s failed", client_address)
 
     def server_close(self) -> None:
         self._stop.set()
         super().server_close()
-        with self.lock:
-            sessions, self.sessions = list(self.sessions.values()), {}
-        for s in sessions:
-            s.env.close()
+        self.store.close_all()
 
     def admit(self) -> bool:
-        with self.lock:
+        with self._inflight_lock:
             if self.inflight >= self.limits.max_inflight:
                 return False
             self.inflight += 1
             return True
 
     def leave(self) -> None:
-        with self.lock:
+        with self._inflight_lock:
             self.inflight -= 1
 
-    # --- env calls --------------------------------------------------------------------------------------
-    def reset(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(body) - {"seed", "options"})
-        if unknown:
-            raise ApiError(400, f"unknown field(s) {unknown} in a reset; known: options, seed")
-        seed = body.get("seed")
-        if seed is not None and not (isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0):
-            raise ApiError(400, f"'seed' must be a non-negative integer or null, got {seed!r}", "TypeError")
-        options = body.get("options") or {}
-        if not isinstance(options, dict):
-            raise ApiError(400, f"'options' must be an object, got {type(options).__name__}")
-        if "sample" in options:
-            raise ApiError(400, "reset option 'sample' names a server file; pick one with 'index' or 'sample_id'")
-        unknown = sorted(set(options) - RESET_KEYS)
-        if unknown:
-            raise ApiError(400, f"unknown reset option(s) {unknown}; known: {sorted(RESET_KEYS)}", "ValueError")
-        options = dict(options)
-        if "sample_id" in options:
-            sid = options.pop("sample_id")
-            if "index" in options:
-                raise ApiError(400, "give reset option 'index' or 'sample_id', not both")
-            if str(sid) not in self.index_of:
-                raise ApiError(400, f"no sample with id {sid!r} on this server (GET {API}/samples lists them)", "KeyError")
-            options["index"] = self.index_of[str(sid)]
-        for key in ("index", "epoch", "frame_budget"):
-            if key in options and options[key] is not None and not (isinstance(options[key], int) and not isinstance(options[key], bool)):
-                raise ApiError(400, f"reset option {key!r} must be an integer, got {options[key]!r}", "TypeError")
-        try:
-            obs, info = session.env.reset(seed=seed, options=options)
-        except (TypeError, ValueError, IndexError) as exc:
-            raise ApiError(400, str(exc), type(exc).__name__) from None
-        except (VideoDecodeError, FileNotFoundError) as exc:
-            raise ApiError(422, f"the server cannot read this sample's video: {exc}", type(exc).__name__) from None
-        return {"observation": encode_observation(obs, session.encoding), "info": jsonable(info),
-                "sample": public_sample(session.env.sample)}  # fmt: skip
-
-    def step(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(body) - {"action"})
-        if unknown:
-            raise ApiError(400, f"unknown field(s) {unknown} in a step; known: action")
-        if "action" not in body:
-            raise ApiError(400, "a step needs 'action' (the agent's whole turn as a string)")
-        action = body["action"]
-        if not isinstance(action, str):  # the env coerces anything to str in process; JSON strings only here
-            raise ApiError(400, f"'action' must be a string, got {type(action).__name__}", "TypeError")
-        try:
-            obs, reward, terminated, truncated, info = session.env.step(action)
-        except RuntimeError as exc:  # step after the end (VideoToolEnv's only raise on a step)
-            raise ApiError(409, str(exc), "RuntimeError") from None
-        session.steps += 1
-        with self.lock:
-            self.steps_served += 1
-        return {"observation": encode_observation(obs, session.encoding), "reward": float(reward),
-                "terminated": bool(terminated), "truncated": bool(truncated), "info": jsonable(info)}  # fmt: skip
-
-    def render(self, session: Session) -> dict[str, Any]:
-        image = session.env.render()
-        if image is None:
-            raise ApiError(409, "this session was opened without render_mode='rgb_array'")
-        return {"frame": encode_frames(image[None], session.encoding)}
-
     def health(self) -> dict[str, Any]:
-        with self.lock:
-            n = len(self.sessions)
-        return {"status": "ok", "sessions": n, "max_sessions": self.limits.max_sessions, "samples": len(self.samples),
-                "steps_served": self.steps_served, "uptime_s": round(time.monotonic() - self.started, 3)}  # fmt: skip
+        store = self.store
+        with store.lock:
+            n, steps = len(store.sessions), store.steps_served
+        return {"status": "ok", "sessions": n, "max_sessions": self.limits.max_sessions, "samples": len(store.samples),
+                "steps_served": steps, "uptime_s": round(time.monotonic() - self.started, 3)}  # fmt: skip
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -357,28 +160,28 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, method: str) -> tuple[Any, int]:
         """The handler of this request and the status it answers with."""
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
-        srv = self.server
+        srv, store = self.server, self.server.store
         parts = path.split("/")
         table: dict[tuple[str, str], Any] = {
             ("GET", "/health"): (lambda: srv.health(), 200),
             ("GET", f"{API}/samples"): (lambda: {"samples": [
                 {"index": i, "id": s.id, "question_type": s.question_type, "duration": s.duration}
-                for i, s in enumerate(srv.samples)]}, 200),  # fmt: skip
-            ("POST", f"{API}/sessions"): (lambda: self._opened(srv.open_session(self._body())), 201),
+                for i, s in enumerate(store.samples)]}, 200),  # fmt: skip
+            ("POST", f"{API}/sessions"): (lambda: self._opened(store.open_session(self._body())), 201),
         }
         if (method, path) in table:
             return table[(method, path)]
         if path.startswith(f"{API}/sessions/") and len(parts) in (4, 5):
             sid, action = parts[3], (parts[4] if len(parts) == 5 else "")
             routes = {
-                ("POST", "reset"): lambda s: srv.reset(s, self._body()),
-                ("POST", "step"): lambda s: srv.step(s, self._body()),
-                ("GET", "render"): lambda s: srv.render(s),
+                ("POST", "reset"): lambda s: store.reset(s, self._body()),
+                ("POST", "step"): lambda s: store.step(s, self._body()),
+                ("GET", "render"): lambda s: store.render(s),
             }
             if (method, action) in routes:
                 return (lambda: self._locked(sid, routes[(method, action)]), 200)
             if (method, action) in (("DELETE", ""), ("POST", "close")):
-                return (lambda: (srv.close_session(sid), {"closed": sid})[1], 200)
+                return (lambda: (store.close_session(sid), {"closed": sid})[1], 200)
             if action in ("reset", "step", "render", "close", ""):
                 raise ApiError(405, f"{method} is not allowed on {path}", "MethodNotAllowed")
         if any(p == path for (_, p) in table):
@@ -397,7 +200,7 @@ class _Handler(BaseHTTPRequestHandler):
         }
 
     def _locked(self, sid: str, call: Any) -> dict[str, Any]:
-        session = self.server.session(sid)
+        session = self.server.store.session(sid)
         if not session.lock.acquire(blocking=False):
             raise ApiError(409, f"session {sid} is busy with another request: an env takes one call at a time", "SessionBusy")
         try:

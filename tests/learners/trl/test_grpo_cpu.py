@@ -89,4 +89,5 @@ def test_grpo_steps_through_trl(tiny_qwen3, synth_small, tmp_path, monkeypatch):
     assert sum(h["tools/call_frequency"] for h in logs) > 0 and all(h["tools/failure_frequency"] == 0 for h in logs)
     assert all(np.isfinite(h["reward"]) and np.isfinite(h["loss"]) for h in logs)
     assert any(h["grad_norm"] > 0 for h in logs)
+    assert all(h["paravt/replay_mismatch"] == 0 for h in logs)  # every reward replayed the frames the policy saw
     assert any(not torch.equal(before[k], v) for k, v in model.named_parameters())
