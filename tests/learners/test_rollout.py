@@ -205,3 +205,25 @@ def test_the_token_stream_matches_the_chat_template_at_every_turn_boundary(tiny_
     assert tok.decode(builder.encoded.input_ids) == expected
     generated = [i for i, m in enumerate(builder.loss_mask) if m]
     assert tok.decode([builder.encoded.input_ids[i] for i in generated]) == tok.decode(ids)  # only the model's tokens
+
+
+def test_rollouts_through_serve_env_equal_in_process(tiny_qwen3, synth_small, start_env_server):
+    """The learners' own rollouts (``run_group``, batched generation) run unchanged on ``RemoteVideoToolEnv``:
+    greedy, the same token ids, masks, rewards as with ``VideoToolEnv``."""
+    from learners.policies.hf import HFPolicy
+    from learners.rollout import run_group
+    from paravt_env import VideoToolEnv
+    from paravt_env.remote import RemoteVideoToolEnv
+
+    samples = synth_small[1][:2]
+    server = start_env_server(samples)
+    policy = HFPolicy.from_pretrained(tiny_qwen3, temperature=0.0, max_new_tokens=24)
+    options = {"frame_budget": 4, "max_pixels": 12544}
+    for i in range(len(samples)):
+        local = run_group([VideoToolEnv(samples, **options) for _ in range(2)], policy, options={"index": i})
+        remote_envs = [RemoteVideoToolEnv(server.url, **options) for _ in range(2)]
+        remote = run_group(remote_envs, policy, options={"index": i})
+        for a, b in zip(local, remote, strict=True):
+            assert (a.input_ids, a.loss_mask, a.reward, a.breakdown, a.turns) == (b.input_ids, b.loss_mask, b.reward, b.breakdown, b.turns)
+        for env in remote_envs:
+            env.close()
