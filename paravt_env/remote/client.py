@@ -75,8 +75,12 @@ class RemoteVideoToolEnv(gym.Env[dict, str]):
         self.frame_encoding = frame_encoding
         self._http = httpx.Client(base_url=self.url, timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
         self._session: str | None = None
-        opened = self._call("POST", "/v1/sessions", {"options": _options_payload(options),
-                                                     "frame_encoding": frame_encoding, "render_mode": render_mode})  # fmt: skip
+        try:
+            opened = self._call("POST", "/v1/sessions", {"options": _options_payload(options),
+                                                         "frame_encoding": frame_encoding, "render_mode": render_mode})  # fmt: skip
+        except BaseException:  # refused (bad option, server full, unreachable): no connection left open
+            self._http.close()
+            raise
         self._session = opened["session_id"]
         cfg = dict(opened["config"])
         cfg["gating_choices"] = tuple(cfg["gating_choices"])
