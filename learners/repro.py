@@ -152,9 +152,7 @@ def run_training(cfg: ReproConfig, out: str | Path, *, progress: bool = True,
                  on_arm: Callable[[str, int, Path], None] | None = None) -> list[tuple[str, int, Path]]:  # fmt: skip
     """Cold start, then every (arm, seed); ``on_arm`` is called after each finished run (the evaluation)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    check_config(cfg, out)
-    run_coldstart(cfg, out, progress)
+    prepare(cfg, out, progress)
     done = []
     for seed in cfg.seeds:  # seeds outermost: an interrupted repro has whole seeds of every arm
         for arm in cfg.arms:
@@ -164,6 +162,13 @@ def run_training(cfg: ReproConfig, out: str | Path, *, progress: bool = True,
                 on_arm(arm, seed, run)
             done.append((arm, seed, run))
     return done
+
+
+def prepare(cfg: ReproConfig, out: Path, progress: bool = True) -> Path:
+    """The run directory checked against its configuration, and the shared cold start every arm starts from."""
+    out.mkdir(parents=True, exist_ok=True)
+    check_config(cfg, out)
+    return run_coldstart(cfg, out, progress)
 
 
 def check_config(cfg: ReproConfig, out: Path) -> None:

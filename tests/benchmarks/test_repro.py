@@ -1,4 +1,5 @@
-"""``paravt repro`` end to end at smoke scale: shared cold start, two arms, evaluation, report, resume."""
+"""``paravt repro`` end to end at smoke scale: shared cold start, two arms (trained at once, ``--jobs 2``),
+evaluation, report, resume."""
 
 import json
 
@@ -14,7 +15,7 @@ def test_repro_smoke_resumes_and_reports(tmp_path, monkeypatch, capsys):
     out = tmp_path / "repro"
     args = ["repro", "--out", str(out), "--arms", "vanilla_grpo,para_grpo", "--seeds", "0", "--steps", "1",
             "--no-progress", *FAST]  # fmt: skip
-    assert main(args) == 0
+    assert main([*args, "--jobs", "2"]) == 0
     cold = out / "coldstart" / "coldstart" / "model" / "paravt.json"
     assert cold.is_file()
     for arm in ("vanilla_grpo", "para_grpo"):

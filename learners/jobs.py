@@ -1,0 +1,119 @@
+"""Independent jobs in worker processes, each with its share of the CPU threads.
+
+A tiny policy's step is mostly Python and small matrix products: a second intra-op thread buys little, a second
+process running another seed buys almost a whole step. ``run_jobs`` starts at most ``workers`` spawned processes
+at once (one per job, so nothing leaks from one run into the next), gives each ``cpus // workers`` torch
+threads, and keeps interrupts as safe as in a single run: each worker sits in its own process group, so a
+terminal's Ctrl-C reaches only this process, which forwards exactly one SIGINT to every running worker and
+waits while each saves its checkpoint (a second signal to a trainer that is saving could cut the save).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+Job = tuple[Hashable, Callable[..., Any], tuple[Any, ...]]
+"""(key, picklable module-level function, its arguments)."""
+
+
+class JobFailed(ChildProcessError):
+    """A worker exited with an error (its traceback is in the log above); finished jobs are kept."""
+
+
+def available_cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_jobs(jobs: Sequence[Job], workers: int, *, on_done: Callable[[Hashable, float], None] | None = None,
+             threads: int | None = None) -> None:  # fmt: skip
+    """Run every job, at most ``workers`` at a time, in submission order; ``on_done(key, seconds)`` after each
+    one that succeeded. A failed job stops new ones from starting, lets the running ones finish, and raises
+    ``JobFailed`` naming it. On KeyboardInterrupt (Ctrl-C, or SIGTERM / SIGHUP, which are turned into one)
+    every running worker gets one SIGINT, is waited for, and the interrupt is re-raised."""
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    threads = threads or max(1, available_cpus() // workers)
+    ctx = multiprocessing.get_context("spawn")  # no inherited torch state, locks or open decoders
+    pending = list(jobs)
+    running: dict[Any, tuple[Hashable, float]] = {}
+    failed: list[str] = []
+    level = logging.getLogger().getEffectiveLevel()
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+    for sig in previous:
+        signal.signal(sig, _interrupt)
+    try:
+        while pending or running:
+            while pending and len(running) < workers and not failed:
+                key, fn, args = pending.pop(0)
+                proc = ctx.Process(target=_worker, args=(fn, args, threads, level), name=f"paravt-job {key}")
+                proc.start()
+                running[proc] = (key, time.perf_counter())
+                logger.info("job %s started (pid %d, %d thread(s))", key, proc.pid, threads)
+            if not running:
+                break
+            multiprocessing.connection.wait([p.sentinel for p in running])
+            for proc in [p for p in running if not p.is_alive()]:
+                key, t0 = running.pop(proc)
+                proc.join()
+                seconds = time.perf_counter() - t0
+                if proc.exitcode == 0:
+                    logger.info("job %s finished in %.1f min", key, seconds / 60)
+                    if on_done:
+                        on_done(key, seconds)
+                else:
+                    failed.append(f"{key} (exit code {proc.exitcode})")
+    except KeyboardInterrupt:
+        _stop(list(running))
+        raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+    if failed:
+        raise JobFailed(f"job(s) failed: {', '.join(failed)}; their errors are logged above; the finished jobs are "
+                        f"kept, rerun to resume")  # fmt: skip
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _stop(procs: list[Any]) -> None:
+    """One SIGINT to every running worker, then wait for each to save and exit (further signals are held off:
+    the workers are already stopping)."""
+    held = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        for proc in procs:
+            if proc.is_alive():
+                os.kill(proc.pid, signal.SIGINT)
+        for proc in procs:
+            proc.join()
+            logger.info("job %s stopped (exit code %s)", proc.name.removeprefix("paravt-job "), proc.exitcode)
+    finally:
+        for sig, handler in held.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
+def _worker(fn: Callable[..., Any], args: tuple[Any, ...], threads: int, level: int) -> None:
+    os.setpgrp()  # a terminal's Ctrl-C reaches the parent only, which forwards it once
+    signal.signal(signal.SIGTERM, _interrupt)
+    logging.basicConfig(level=level, format="%(levelname)s %(message)s")
+    import torch
+
+    torch.set_num_threads(threads)
+    try:
+        fn(*args)
+    except KeyboardInterrupt:
+        sys.exit(130)
