@@ -108,6 +108,8 @@ def _stop(procs: list[Any]) -> None:
 
 def _worker(fn: Callable[..., Any], args: tuple[Any, ...], threads: int, level: int) -> None:
     os.setpgrp()  # a terminal's Ctrl-C reaches the parent only, which forwards it once
+    # a run started in the background (`nohup ... &`) passes SIGINT down ignored: the forwarded one must count
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
     logging.basicConfig(level=level, format="%(levelname)s %(message)s")
     import torch

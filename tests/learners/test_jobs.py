@@ -44,11 +44,14 @@ def test_a_failed_job_is_named_and_no_later_job_starts(tmp_path, helpers):
         run_jobs([], 0)
 
 
-@pytest.mark.parametrize("how", ["SIGTERM to the parent", "Ctrl-C to the terminal's process group"])
+@pytest.mark.parametrize("how", ["SIGTERM to a parent started in the background (SIGINT ignored)",
+                                 "Ctrl-C to the terminal's process group"])
 def test_an_interrupt_reaches_every_running_worker_once_and_is_waited_for(tmp_path, how, helpers):
     parent = textwrap.dedent(f"""
-        import sys
+        import signal, sys
         sys.path[:0] = {sys.path!r}
+        if {how.startswith("SIGTERM")!r}:  # as `cmd &` in a shell script, or nohup: SIGINT ignored from the start
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         from jobs_helpers import wait_for_interrupt
         from learners.jobs import run_jobs
         try:
