@@ -3,6 +3,7 @@ evaluation, report, resume."""
 
 import json
 
+from benchmarks.repro import halved_at
 from scripts.cli import main
 
 FAST = ["sft.steps=4", "sft.episodes=4", "rollout.group_size=2", "rollout.prompts_per_step=1",
@@ -40,3 +41,12 @@ def test_repro_smoke_resumes_and_reports(tmp_path, monkeypatch, capsys):
     assert main(["repro", "--out", str(out), "--report-only"]) == 0
     assert "sft.steps=4" in (out / "report.md").read_text() and "seeds: 0;" in (out / "report.md").read_text()
     assert main(["repro", "--out", str(tmp_path / "none"), "--report-only"]) == 1
+
+
+def test_halved_at_finds_the_step_where_tool_use_fell_to_half():
+    # early mean 1.0; the 10-step running mean first drops below 0.5 when 6 zeros have entered the window
+    assert halved_at([1.0] * 10 + [0.0] * 20) == 16
+    assert halved_at([1.0] * 30) is None  # never fell
+    assert halved_at([0.0] * 30) is None  # nothing to halve
+    assert halved_at([1.0] * 5) is None  # too short to say
+    assert halved_at([2.0, None] * 10 + [0.0] * 10, window=4) == 13  # missing steps are skipped
