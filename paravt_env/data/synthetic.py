@@ -9,10 +9,12 @@ knows where to look, and a pixel detector can find them too: nothing but an even
 Colours and shapes are unique within a video, so every question has exactly one right answer: multiple
 choice (colour, shape, order of appearance, count), open-ended (colour, shape) and temporal grounding.
 
-Frames are rendered straight into YUV 4:2:0 planes with numpy, a chunk of frames at a time, and handed to
-x264 as they are: no colour conversion inside the encoder (PyAV's implicit RGB->YUV step made x264's first
-GOPs differ from run to run), one encoder thread and periodic keyframes only, so the same seed gives the
-same bytes on any machine.
+This module plans videos (everything drawn from a seed before any pixel exists) and writes datasets;
+``synth_drawing`` renders and encodes the plans, ``synth_questions`` asks the questions, ``index_video`` makes
+the exact-seek test videos. Frames are rendered straight into YUV 4:2:0 planes with numpy, a chunk of frames at
+a time, and handed to x264 as they are: no colour conversion inside the encoder (PyAV's implicit RGB->YUV step
+made x264's first GOPs differ from run to run), one encoder thread and periodic keyframes only, so the same seed
+gives the same bytes on any machine.
 """
 
 from __future__ import annotations
@@ -22,37 +24,21 @@ import json
 import logging
 import math
 import os
-from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from fractions import Fraction
 from pathlib import Path
 
-import av
 import numpy as np
 
 from ..storage import write_text_atomic
+from .index_video import INDEX_GRID, decode_index, index_image, make_index_video
 from .sample import Event, VideoQASample
+from .synth_drawing import PALETTE, SHAPES, render_video, render_yuv, rgb_to_ycbcr, shape_mask
+from .synth_questions import QUESTION_KINDS, make_samples
 
 logger = logging.getLogger(__name__)
 
 GENERATOR_VERSION = 2
 """Bump when the pixels or questions a config produces change: it is part of every video's file name."""
-
-PALETTE: dict[str, tuple[int, int, int]] = {
-    # Hues 60 degrees apart at high saturation: they stay distinct after 4:2:0 chroma subsampling, h264 at a
-    # high crf and resizing to ~100 px, and every one is far from the grey of the background.
-    "red": (230, 30, 30),
-    "yellow": (235, 225, 30),
-    "green": (30, 200, 40),
-    "cyan": (30, 215, 225),
-    "blue": (40, 60, 235),
-    "magenta": (225, 40, 215),
-}
-SHAPES = ("circle", "square", "triangle", "star", "cross")
-QUESTION_KINDS = ("mcq_colour", "mcq_shape", "mcq_order", "mcq_count", "oe_colour", "oe_shape", "tvg")
-"""Question kinds; ``SynthConfig.question_kinds`` draws from its tuple uniformly (repeat a kind to weight it)."""
-
-_KIND_TYPE = {"mcq": "mcq", "oe": "oe", "tvg": "tvg"}
 
 
 @dataclass
@@ -266,249 +252,6 @@ def plan_video(index: int, cfg: SynthConfig) -> VideoPlan:
     return VideoPlan(index, name, duration, n_frames, needles, blobs, phase)
 
 
-# --- drawing ------------------------------------------------------------------------------------------------
-def shape_mask(shape: str, side: int) -> np.ndarray:
-    """A boolean ``side`` x ``side`` mask of one shape, filling most of its box."""
-    yy, xx = np.mgrid[0:side, 0:side].astype(np.float64)
-    u, v = (xx + 0.5) / side * 2 - 1, (yy + 0.5) / side * 2 - 1  # [-1, 1], v downwards
-    if shape == "circle":
-        return u**2 + v**2 <= 0.95**2
-    if shape == "square":
-        return (np.abs(u) <= 0.85) & (np.abs(v) <= 0.85)
-    if shape == "triangle":  # apex up
-        return (v <= 0.85) & (v >= -0.9 + 2.0 * np.abs(u))
-    if shape == "cross":
-        return ((np.abs(u) <= 0.3) & (np.abs(v) <= 0.95)) | ((np.abs(v) <= 0.3) & (np.abs(u) <= 0.95))
-    if shape == "star":  # five points
-        angle = np.arctan2(u, -v)
-        radius = np.hypot(u, v)
-        k = (np.cos(5 * angle) + 1) / 2
-        return radius <= 0.42 + 0.53 * k**3
-    raise ValueError(f"unknown shape {shape!r}; known: {SHAPES}")
-
-
-def rgb_to_ycbcr(rgb: Sequence[float]) -> tuple[float, float, float]:
-    """BT.601 limited-range Y'CbCr of an 8-bit RGB colour: what decoders assume for untagged SD video."""
-    r, g, b = (float(c) for c in rgb)
-    y = 16 + (65.481 * r + 128.553 * g + 24.966 * b) / 255
-    cb = 128 + (-37.797 * r - 74.203 * g + 112.0 * b) / 255
-    cr = 128 + (112.0 * r - 93.786 * g - 18.214 * b) / 255
-    return y, cb, cr
-
-
-def render_yuv(plan: VideoPlan, cfg: SynthConfig, start: int, stop: int) -> np.ndarray:
-    """Frames ``start`` to ``stop`` of a plan as yuv420p buffers: uint8 (T, 3*size/2, size), Y then U then V.
-
-    Vectorised over the chunk: the background and every blob are separable (a row profile times a column
-    profile), so a frame costs a few broadcasts, and a 600 s video renders in a fraction of a second.
-    """
-    size, fps = cfg.size, cfg.fps
-    f32 = np.float32
-    # Transcendentals run in float64 on the small (T, W) profiles and are cast once: numpy's SIMD sin/exp
-    # differ between CPUs in the last float32 bits, which could flip a rounded pixel from one machine to the
-    # next. The large (T, H, W) arithmetic after that is exactly rounded IEEE float32, the same everywhere.
-    t = np.arange(start, stop, dtype=np.float64) / fps
-    x = np.arange(size, dtype=np.float64)
-    # A dim grey gradient that drifts slowly sideways (x264 codes it almost for free).
-    across = (14 * np.sin(x[None, :] / size * 3.0 + 0.04 * t[:, None] + plan.phase[0])).astype(f32)  # (T, W)
-    down = (55 + 10 * np.cos(x / size * 2.0 + plan.phase[1])).astype(f32)  # (H,)
-    grey = across[:, None, :] + down[None, :, None]  # (T, H, W)
-    for b in plan.blobs:
-        # Blobs drift across and wrap around off-screen (a margin of 3 sigma), so they never jump.
-        span = size + 6 * b.sigma
-        cx = (b.x0 + b.vx * t) % span - 3 * b.sigma
-        cy = (b.y0 + b.vy * t) % span - 3 * b.sigma
-        gx = np.exp(-((x[None, :] - cx[:, None]) ** 2) / (2 * b.sigma**2)).astype(f32)
-        gy = (b.amp * np.exp(-((x[None, :] - cy[:, None]) ** 2) / (2 * b.sigma**2))).astype(f32)
-        grey += gy[:, :, None] * gx[:, None, :]
-    luma = 16 + 219 / 255 * np.clip(grey, 0, 255)
-    half = size // 2
-    cb = np.full((len(t), half, half), 129.0, dtype=np.float32)  # a faint blue cast, far from saturated
-    cr = np.full((len(t), half, half), 127.0, dtype=np.float32)
-    for nd in plan.needles if cfg.needles_visible else ():
-        f0, f1 = int(round(nd.start * fps)), int(round(nd.end * fps))
-        lo, hi = max(f0, start), min(f1, stop)
-        if lo >= hi:
-            continue
-        mask = shape_mask(nd.shape, nd.size)
-        y_c, cb_c, cr_c = rgb_to_ycbcr(PALETTE[nd.colour])
-        frames = slice(lo - start, hi - start)
-        box = luma[frames, nd.y : nd.y + nd.size, nd.x : nd.x + nd.size]
-        box[:, mask] = y_c
-        # Chroma is stored at half resolution: blend by the shape's coverage of each 2 x 2 block.
-        cover = mask.reshape(nd.size // 2, 2, nd.size // 2, 2).mean(axis=(1, 3)).astype(np.float32)
-        cy0, cx0, cs = nd.y // 2, nd.x // 2, nd.size // 2
-        for plane, value in ((cb, cb_c), (cr, cr_c)):
-            region = plane[frames, cy0 : cy0 + cs, cx0 : cx0 + cs]
-            region *= 1 - cover
-            region += value * cover
-    n = len(t)
-    planes = [luma.reshape(n, -1), cb.reshape(n, -1), cr.reshape(n, -1)]
-    # yuv420p as PyAV takes it: one (3*size/2, size) array per frame, the Y, U and V planes back to back.
-    out = np.clip(np.rint(np.concatenate(planes, axis=1)), 0, 255).astype(np.uint8)
-    out = out.reshape(n, size * 3 // 2, size)
-    return out
-
-
-def _chunks(n: int, step: int) -> Iterator[tuple[int, int]]:
-    for a in range(0, n, step):
-        yield a, min(n, a + step)
-
-
-def render_video(plan: VideoPlan, cfg: SynthConfig, path: str | os.PathLike) -> Path:
-    """Encode a plan to ``path`` (h264, yuv420p, mp4). Written to ``path.part`` and renamed when complete."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".part")
-    try:
-        with av.open(str(tmp), "w", format="mp4") as container:
-            stream = container.add_stream("libx264", rate=cfg.fps)
-            stream.width = stream.height = cfg.size
-            stream.pix_fmt = "yuv420p"
-            stream.codec_context.gop_size = cfg.gop
-            stream.codec_context.thread_count = 1
-            stream.codec_context.thread_type = "NONE"
-            # - one thread: x264's output depends on its thread count, so bytes would differ between machines;
-            # - mbtree off: with it, x264 codes the first GOP differently from run to run (measured: 3-6
-            #   variants in 25 runs of the same frames); without it, byte-identical every time;
-            # - keyframes strictly every `gop` frames: a scene-cut keyframe at each event's first frame would
-            #   let a keyframe-seeking overview land on events far more often than chance.
-            params = (
-                f"keyint={cfg.gop}:min-keyint={cfg.gop}:scenecut=0:mbtree=0:threads=1:lookahead-threads=1"
-            )
-            stream.options = {"preset": cfg.preset, "crf": str(cfg.crf), "x264-params": params}
-            for a, b in _chunks(plan.n_frames, 64):
-                for i, buf in enumerate(render_yuv(plan, cfg, a, b)):
-                    frame = av.VideoFrame.from_ndarray(buf, format="yuv420p")
-                    frame.pts = a + i  # explicit timestamps: frame i is on screen from i / fps
-                    for packet in stream.encode(frame):
-                        container.mux(packet)
-            for packet in stream.encode():
-                container.mux(packet)
-        # Atomic: an interrupted run never leaves a half-written video under the real name.
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
-
-
-# --- questions ----------------------------------------------------------------------------------------------
-@dataclass
-class _Question:
-    kind: str
-    question: str
-    answer: str
-    options: list[str]
-    about: list[int]  # indices of the needles needed to answer
-
-
-def _shuffled_options(rng: np.random.Generator, correct: str, others: list[str]) -> tuple[list[str], str]:
-    picks = [*others[:3], correct]
-    options = [picks[i] for i in rng.permutation(len(picks))]
-    return options, "ABCD"[options.index(correct)]
-
-
-def _ask(rng: np.random.Generator, kind: str, needles: list[Needle]) -> _Question:
-    i = int(rng.integers(len(needles)))
-    nd = needles[i]
-    if kind == "mcq_colour":
-        others = [str(c) for c in rng.permutation([c for c in PALETTE if c != nd.colour])]
-        options, letter = _shuffled_options(rng, nd.colour, others)
-        return _Question(
-            kind, f"A {nd.shape} briefly appears in the video. What colour is it?", letter, options, [i]
-        )
-    if kind == "mcq_shape":
-        others = [str(s) for s in rng.permutation([s for s in SHAPES if s != nd.shape])]
-        options, letter = _shuffled_options(rng, nd.shape, others)
-        return _Question(
-            kind, f"A {nd.colour} shape briefly appears in the video. What shape is it?", letter, options, [i]
-        )
-    if kind == "mcq_order" and len(needles) >= 2:
-        labels = [n.label for n in needles]
-        if rng.random() < 0.5 or i == len(needles) - 1:
-            # Which of (up to 4 of) the shown shapes comes first; absent shapes pad the options to four.
-            shown = sorted(int(k) for k in rng.choice(len(needles), size=min(len(needles), 4), replace=False))
-            absent = [f"{c} {s}" for c in PALETTE for s in SHAPES if f"{c} {s}" not in labels]
-            pad = [str(a) for a in rng.choice(absent, size=4 - len(shown), replace=False)]
-            options, letter = _shuffled_options(rng, labels[shown[0]], [labels[k] for k in shown[1:]] + pad)
-            return _Question(
-                kind, "Which of these coloured shapes appears first in the video?", letter, options, shown
-            )
-        # Which shape comes right after needle i: the others (and absent ones) are the distractors.
-        after = labels[i + 1]
-        others = [labels[k] for k in rng.permutation(len(needles)) if k != i + 1]
-        absent = [f"{c} {s}" for c in PALETTE for s in SHAPES if f"{c} {s}" not in labels]
-        others += [str(a) for a in rng.choice(absent, size=3, replace=False)]
-        options, letter = _shuffled_options(rng, after, others[:3])
-        return _Question(
-            kind,
-            f"Which coloured shape appears next in the video after the {nd.label}?",
-            letter,
-            options,
-            [i, i + 1],
-        )
-    if kind == "mcq_count":
-        count = len(needles)
-        lo = int(rng.integers(max(1, count - 3), count + 1))
-        options = [str(v) for v in range(lo, lo + 4)]
-        return _Question(
-            kind,
-            "How many coloured shapes appear in the video (each one briefly)?",
-            "ABCD"[options.index(str(count))],
-            options,
-            list(range(len(needles))),
-        )
-    if kind == "oe_colour":
-        return _Question(
-            kind, f"What colour is the {nd.shape} that briefly appears in the video? Answer with one word.",
-            nd.colour, [], [i],
-        )  # fmt: skip
-    if kind == "oe_shape":
-        return _Question(
-            kind, f"What shape is the {nd.colour} object that briefly appears in the video? Answer with one word.",
-            nd.shape, [], [i],
-        )  # fmt: skip
-    # tvg (also what mcq_order falls back to when a video has a single needle)
-    return _Question(
-        "tvg",
-        f"When does the {nd.label} appear in the video? Answer with [start, end] in seconds.",
-        f"[{nd.start:.1f}, {nd.end:.1f}]",
-        [],
-        [i],
-    )
-
-
-def _question_type(kind: str) -> str:
-    return _KIND_TYPE[kind.split("_", 1)[0]]
-
-
-def make_samples(plan: VideoPlan, cfg: SynthConfig) -> list[VideoQASample]:
-    """The questions about one planned video (``video_path`` = the file name, relative to the dataset dir)."""
-    rng = np.random.default_rng([cfg.seed, plan.index, 1])
-    events = [nd.to_event() for nd in plan.needles]
-    samples = []
-    for j in range(cfg.questions_per_video):
-        kind = str(cfg.question_kinds[int(rng.integers(len(cfg.question_kinds)))])
-        q = _ask(rng, kind, plan.needles)
-        suffix = "" if cfg.questions_per_video == 1 else f"-q{j}"
-        samples.append(
-            VideoQASample(
-                id=f"synth-{cfg.seed}-{plan.index:05d}{suffix}",
-                video_path=plan.name,
-                question=q.question,
-                answer=q.answer,
-                question_type=_question_type(q.kind),
-                options=q.options,
-                duration=plan.duration,
-                events=[Event(e.start, e.end, e.label, dict(e.attributes)) for e in events],
-                extra={
-                    "kind": q.kind,
-                    "relevant_events": [plan.needles[k].label for k in q.about],
-                    "synth": {"seed": cfg.seed, "index": plan.index, "fps": cfg.fps, "size": cfg.size},
-                },
-            )
-        )
-    return samples
-
 
 # --- datasets -----------------------------------------------------------------------------------------------
 def make_video(index: int, out_dir: str | os.PathLike, cfg: SynthConfig) -> tuple[VideoPlan, bool]:
@@ -588,94 +331,6 @@ def _with_absolute_path(sample: VideoQASample, root: Path) -> VideoQASample:
     d = sample.to_dict()
     d["video_path"] = str((root / sample.video_path).resolve())
     return VideoQASample.from_dict(d)
-
-
-# --- index videos (exact-seek tests) ------------------------------------------------------------------------
-INDEX_GRID = 4
-"""Index videos carry their frame number as a 4 x 4 grid of black/white blocks: 16 bits, LSB top-left."""
-
-
-def index_image(i: int, height: int, width: int) -> np.ndarray:
-    """The RGB image of frame ``i`` of an index video: bit b of ``i`` is block b (row-major), white = 1."""
-    if not 0 <= i < 1 << (INDEX_GRID * INDEX_GRID):
-        raise ValueError(f"index video frames are numbered 0..{(1 << INDEX_GRID * INDEX_GRID) - 1}, got {i}")
-    bits = np.array([(i >> b) & 1 for b in range(INDEX_GRID * INDEX_GRID)], dtype=np.uint8)
-    cells = np.kron(
-        bits.reshape(INDEX_GRID, INDEX_GRID) * 255,
-        np.ones((-(-height // INDEX_GRID), -(-width // INDEX_GRID)), dtype=np.uint8),
-    )
-    return np.repeat(cells[:height, :width, None], 3, axis=2)
-
-
-def decode_index(image: np.ndarray) -> int:
-    """Read the frame number back from a frame of an index video, at any size down to ~16 x 16 pixels.
-
-    Each block is read from the mean of its central half, which compression and resizing leave intact.
-    Raises ``ValueError`` when a block is neither clearly black nor clearly white: the frame is not an
-    index-video frame as encoded (e.g. two frames blended together).
-    """
-    if image.ndim != 3 or image.shape[0] < INDEX_GRID or image.shape[1] < INDEX_GRID:
-        raise ValueError(f"decode_index needs an H x W x C image of at least 4 x 4, got shape {image.shape}")
-    h, w = image.shape[:2]
-    gray = image.astype(np.float32).mean(axis=2)
-    value = 0
-    for b in range(INDEX_GRID * INDEX_GRID):
-        r, c = divmod(b, INDEX_GRID)
-        y0, x0 = int((r + 0.25) * h / INDEX_GRID), int((c + 0.25) * w / INDEX_GRID)
-        y1 = max(int((r + 0.75) * h / INDEX_GRID), y0 + 1)
-        x1 = max(int((c + 0.75) * w / INDEX_GRID), x0 + 1)
-        level = float(gray[y0:y1, x0:x1].mean())
-        if 64 < level < 192:
-            raise ValueError(f"decode_index: block {b} has grey level {level:.0f}; not a clean index frame")
-        if level >= 128:
-            value |= 1 << b
-    return value
-
-
-def make_index_video(
-    path: str | os.PathLike,
-    n_frames: int,
-    fps: float = 10,
-    size: tuple[int, int] = (96, 128),
-    gop: int = 12,
-    bframes: int = 2,
-    codec: str = "libx264",
-    rotation: int = 0,
-    open_gop: bool = False,
-) -> Path:
-    """A video whose frame i shows the number i (read it with ``decode_index``): for testing exact seeking.
-
-    ``size`` is (height, width). B-frames are on by default so that decode order differs from presentation
-    order, the hard case for seeking. The container follows the suffix (``.ts`` gives MPEG-TS);
-    ``rotation`` (degrees counterclockwise) is written as a display matrix, as phones do; ``open_gop``
-    (x264) makes later keyframes non-IDR recovery points that B-frames before them refer across.
-    """
-    path = Path(path)
-    height, width = size
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream(codec, rate=Fraction(fps).limit_denominator(1001))
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        stream.codec_context.gop_size = gop
-        stream.codec_context.max_b_frames = bframes
-        if rotation:
-            stream.set_display_rotation(rotation)
-        if codec == "libx264":
-            # scenecut off: every frame differs wildly, and x264 would otherwise insert keyframes at will.
-            stream.options = {
-                "preset": "veryfast",
-                "crf": "18",
-                "bf": str(bframes),
-                "threads": "1",
-                "x264-params": "scenecut=0" + (":open-gop=1" if open_gop else ""),
-            }
-        for i in range(n_frames):
-            for packet in stream.encode(
-                av.VideoFrame.from_ndarray(index_image(i, height, width), format="rgb24")
-            ):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-    return path
 
 
 __all__ = [
