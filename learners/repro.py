@@ -105,7 +105,8 @@ def coldstart_model(out: Path) -> Path:
 
 def run_coldstart(cfg: ReproConfig, out: Path, progress: bool = True) -> Path:
     """The shared cold start (and the held-out split), unless it is already saved."""
-    from .trainer import Trainer, write_heldout
+    from .run_setup import write_heldout
+    from .trainer import Trainer
 
     target = coldstart_model(out)
     if (target / "paravt.json").is_file():

@@ -13,13 +13,11 @@ position of the last completed step, so ``--resume`` continues the run as if nev
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import logging
 import random
 import shutil
 import statistics
-import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -28,10 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from paravt_env import EnvConfig, VideoToolEnv, load_samples, storage
+from paravt_env import VideoToolEnv, storage
 from paravt_env.config import flatten_dotted
-from paravt_env.paths import cache_dir
-from paravt_env.rewards import RewardConfig
 
 from . import checkpoint
 from .advantages import kl_reward_advantages, training_units
@@ -47,107 +43,23 @@ from .interrupts import commit_section
 from .metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
 from .para_grpo import token_anchored_advantages
 from .policies.card import CARD_NAME, write_card
-from .policies.hf import THINK_PREFIX, HFPolicy, length_buckets
+from .policies.hf import HFPolicy, length_buckets
 from .rollout import Trajectory, run_batch
+from .run_setup import (  # noqa: F401  (write_heldout, synth_dir: still importable from here)
+    env_config,
+    release_freed_memory,
+    resolve_data,
+    resolve_model_path,
+    resolve_perception_data,
+    reward_config,
+    synth_dir,
+    uses_think_prefix,
+    write_heldout,
+)
 from .sft import progress_bar
 
 logger = logging.getLogger(__name__)
 
-
-
-# --- setup ------------------------------------------------------------------------------------------------
-def synth_dir(synth) -> Path:
-    """Cache directory of a synthetic dataset: named by everything that shapes its videos and questions."""
-    qkey = hashlib.sha256(json.dumps(list(synth.question_kinds)).encode()).hexdigest()[:6]
-    return cache_dir() / f"synth_{synth.video_key()}_n{synth.n}_s{synth.seed}_q{qkey}"
-
-
-def resolve_data(cfg: TrainConfig):
-    if cfg.data.path:
-        return load_samples(cfg.data.path, video_root=cfg.data.video_root)
-    from paravt_env.data.synthetic import generate_dataset
-
-    synth = cfg.data.synth_config()
-    return generate_dataset(synth_dir(synth), synth, progress=False, workers=2)
-
-
-def resolve_perception_data(cfg: TrainConfig):
-    """The perception stage's own pool of short synthetic videos (None: no stage, or real data)."""
-    if cfg.perception.steps <= 0 or cfg.data.path:
-        return None
-    from paravt_env.data.synthetic import generate_dataset
-
-    p = cfg.perception
-    synth = cfg.data.synth_config(n=p.videos, seed=cfg.data.synth_seed + 500_000, min_duration=p.min_duration,
-                                  max_duration=p.max_duration)  # fmt: skip
-    return generate_dataset(synth_dir(synth), synth, progress=False, workers=2)
-
-
-def release_freed_memory() -> None:
-    """Collect garbage and hand freed heap pages back to the OS (glibc ``malloc_trim``; elsewhere a no-op).
-    Thousands of compressed frames and per-step tensors of every size leave glibc's heap fragmented: measured
-    on ``tiny_cpu``, the RSS after the cold start stayed ~1 GB above what the RL steps need, and the main job
-    peaked at 2.25 GB."""
-    import contextlib
-    import ctypes
-    import ctypes.util
-    import gc
-
-    gc.collect()
-    name = ctypes.util.find_library("c")
-    if name and sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):  # not glibc (musl): nothing to trim
-            ctypes.CDLL(name).malloc_trim(0)
-
-
-def write_heldout(cfg: TrainConfig, out: Path, *, blank: bool = False):
-    """The held-out split (``data.heldout_n`` videos of the training distribution, their own seed) in
-    ``OUT/heldout`` (videos and samples.jsonl): never trained on, evaluated at the end of the run. With
-    ``blank``, the same samples with their needles left out of the videos, in ``OUT/heldout_blank``: the
-    control that the policy answers from the pixels."""
-    if cfg.data.heldout_n <= 0 or cfg.data.path:
-        return None
-    from paravt_env.data.synthetic import generate_dataset
-
-    synth = cfg.data.synth_config(n=cfg.data.heldout_n, seed=cfg.data.heldout_seed, needles_visible=not blank)
-    return generate_dataset(out / ("heldout_blank" if blank else "heldout"), synth, progress=False, workers=2)
-
-
-def resolve_model_path(cfg: TrainConfig) -> Path | str:
-    if cfg.model.path:
-        path = Path(cfg.model.path).expanduser()
-        # "org/name" is a hub id; an absolute or ./-relative path, or one with more parts, is a directory.
-        local = path.is_absolute() or cfg.model.path.startswith((".", "~")) or len(path.parts) > 2
-        if local and not path.is_dir():
-            raise FileNotFoundError(f"model.path {cfg.model.path} is not a checkpoint directory (it does not exist)")
-        return str(path) if local else cfg.model.path
-    from .policies.tiny_model import BUILDER_VERSION, build_tiny_model
-
-    path = cache_dir() / f"tiny_{cfg.model.tiny_arch}_seed0_v{BUILDER_VERSION}"
-    if not (path / "tiny_model.json").is_file():
-        build_tiny_model(path, arch=cfg.model.tiny_arch, seed=0, overwrite=True)
-    return path
-
-
-def reward_config(cfg: TrainConfig) -> RewardConfig:
-    return cfg.para.reward_config() if cfg.algorithm == "para_grpo" else RewardConfig.vanilla()
-
-
-def uses_think_prefix(cfg: TrainConfig) -> bool:
-    return cfg.think_prefix
-
-
-def env_config(cfg: TrainConfig) -> EnvConfig:
-    e = cfg.env
-    gating = cfg.algorithm == "para_grpo" and cfg.para.nframes_gating
-    return EnvConfig(
-        frame_budget=e.frame_budget, max_turns=e.max_turns, max_parallel=e.max_parallel, crop_fps=e.crop_fps,
-        crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels, prompt_mode=e.env_prompt_mode(),
-        tool_result=e.tool_result, subagent=(lambda r: "") if e.tool_result == "subagent" else None,
-        nframes_gating=gating, gating_choices=cfg.para.gating_choices, seed=cfg.seed, reward=reward_config(cfg),
-        response_prefix=THINK_PREFIX if uses_think_prefix(cfg) else "",  # the reward scores generated text only
-        protocol=e.protocol, release_overview_fps=e.release_overview_fps,
-    )  # fmt: skip
 
 
 # --- the trainer ------------------------------------------------------------------------------------------

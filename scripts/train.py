@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         check_sinks(cfg)  # a missing tensorboard / wandb fails now, not after the data and the model are ready
     if args.backend == "openrlhf":
         from learners.openrlhf.launcher import launch
-        from learners.trainer import resolve_data
+        from learners.run_setup import resolve_data
 
         if args.steps is not None:
             raise ValueError("--steps applies to the local backend; OpenRLHF runs take train.num_episodes")
@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         return launch(cfg, None if args.dry_run else resolve_data(cfg), args.out, dry_run=args.dry_run)
     from pathlib import Path
 
-    from learners.trainer import Trainer, write_heldout
+    from learners.run_setup import write_heldout
+    from learners.trainer import Trainer
 
     out = Path(args.out)
     trainer = Trainer(cfg, out, resume=args.resume, progress=not args.no_progress,

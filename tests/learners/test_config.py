@@ -36,7 +36,7 @@ def test_values_are_normalised():
 
 def test_gating_choices_reach_the_env_and_the_openrlhf_executor_and_bad_ones_are_refused():
     from learners.openrlhf.launcher import env_options, max_images
-    from learners.trainer import env_config
+    from learners.run_setup import env_config
 
     cfg = load_recipe("tiny_cpu", ["para.gating_choices=[4, 16]"])
     assert env_config(cfg).gating_choices == (4, 16) and env_options(cfg)["gating_choices"] == [4, 16]

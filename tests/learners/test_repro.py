@@ -5,7 +5,7 @@ import json
 import pytest
 
 from learners.repro import ARMS, ReproConfig, arm_config, check_config
-from learners.trainer import env_config, reward_config, uses_think_prefix
+from learners.run_setup import env_config, reward_config, uses_think_prefix
 
 
 def _knobs(cfg):
