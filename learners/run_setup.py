@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 from paravt_env import EnvConfig, load_samples
@@ -42,23 +41,6 @@ def resolve_perception_data(cfg: TrainConfig):
     synth = cfg.data.synth_config(n=p.videos, seed=cfg.data.synth_seed + 500_000, min_duration=p.min_duration,
                                   max_duration=p.max_duration)  # fmt: skip
     return generate_dataset(synth_dir(synth), synth, progress=False, workers=2)
-
-
-def release_freed_memory() -> None:
-    """Collect garbage and hand freed heap pages back to the OS (glibc ``malloc_trim``; elsewhere a no-op).
-    Thousands of compressed frames and per-step tensors of every size leave glibc's heap fragmented: measured
-    on ``tiny_cpu``, the RSS after the cold start stayed ~1 GB above what the RL steps need, and the main job
-    peaked at 2.25 GB."""
-    import contextlib
-    import ctypes
-    import ctypes.util
-    import gc
-
-    gc.collect()
-    name = ctypes.util.find_library("c")
-    if name and sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):  # not glibc (musl): nothing to trim
-            ctypes.CDLL(name).malloc_trim(0)
 
 
 def write_heldout(cfg: TrainConfig, out: Path, *, blank: bool = False):

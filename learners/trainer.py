@@ -28,6 +28,7 @@ import torch
 
 from paravt_env import VideoToolEnv, storage
 from paravt_env.config import flatten_dotted
+from paravt_env.memory import release_free_memory
 
 from . import checkpoint
 from .advantages import kl_reward_advantages, training_units
@@ -47,7 +48,6 @@ from .policies.hf import HFPolicy, length_buckets
 from .rollout import Trajectory, run_batch
 from .run_setup import (  # noqa: F401  (write_heldout, synth_dir: still importable from here)
     env_config,
-    release_freed_memory,
     resolve_data,
     resolve_model_path,
     resolve_perception_data,
@@ -362,7 +362,7 @@ class Trainer:
         total = self.cfg.steps if steps is None else steps
         sinks = MetricSinks(self.cfg, self.out)  # fail before any work if a requested sink is missing
         self.cold_start()
-        release_freed_memory()  # the cold start's examples and episodes are gone: give their pages back
+        release_free_memory(collect=True)  # the cold start's examples and episodes are gone: give their pages back
         if self.cfg.grpo.kl_coef > 0:
             self._reference()
         rows = read_jsonl(self.metrics_path)
@@ -370,7 +370,7 @@ class Trainer:
         try:
             while self.step < total:
                 row = self.rl_step()
-                release_freed_memory()  # a step's trajectories (frames, activations) are freed by now
+                release_free_memory(collect=True)  # a step's trajectories (frames, activations) are freed by now
                 rows.append(row)
                 plot_curves(rows, self.out / "curves.png", self._sft_rows())
                 sinks.write(row)

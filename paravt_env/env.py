@@ -26,6 +26,7 @@ from .contact_sheet import contact_sheet
 from .data import VideoQASample, load_samples
 from .data.release_questions import parse_srt
 from .gating import gated_frame_budget
+from .memory import release_free_memory
 from .protocol import parse_response, system_prompt
 from .protocol.markers import frames_block
 from .records import crop_entry
@@ -48,17 +49,6 @@ RESET_OPTIONS = frozenset({"index", "sample", "epoch", "frame_budget"})
 TRIM_EVERY = 100
 """Resets between two ``release_free_memory`` calls."""
 
-
-def release_free_memory() -> None:
-    """Hand freed heap pages back to the OS (glibc ``malloc_trim``; a no-op elsewhere). Decoding frees and
-    reallocates many frame-sized buffers; glibc keeps the freed pages, so RSS crept up ~30 KB per episode
-    over 1,000 episodes while the Python heap (tracemalloc) stayed flat, and one trim returned ~60 MB."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 ANSWER_FORMATS = {
     "mcq": "Answer with the letter of the correct option only, e.g. <answer>B</answer>.",
