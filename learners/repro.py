@@ -194,10 +194,21 @@ def _norm(value: Any) -> Any:
 
 
 def finished_runs(out: str | Path, arms: Sequence[str] | None = None) -> list[tuple[str, int, Path]]:
-    """(arm, seed, run dir) of every arm run with a final checkpoint under ``out``."""
+    """(arm, seed, run dir) of every arm run that completed its RL steps under ``out`` (a run still training,
+    or interrupted, has a checkpoint too, but its curves would enter the report cut short)."""
     found = []
     for arm in arms or ARMS:
         for run in sorted((Path(out) / "arms" / arm).glob("seed*")):
-            if (run / "checkpoint" / "model" / "paravt.json").is_file():
+            if is_finished(run):
                 found.append((arm, int(run.name[4:]), run))
     return found
+
+
+def is_finished(run: Path) -> bool:
+    """The run's checkpoint holds its last step (``checkpoint/state.json`` step >= ``config.json`` steps)."""
+    try:
+        step = json.loads((run / "checkpoint" / "state.json").read_text()).get("step", 0)
+        steps = json.loads((run / "config.json").read_text())["steps"]
+    except (OSError, ValueError, KeyError):
+        return False
+    return step >= steps

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from learners.repro import ARMS, ReproConfig, arm_config, check_config
+from learners.repro import ARMS, ReproConfig, arm_config, check_config, finished_runs
 from learners.run_setup import env_config, reward_config, uses_think_prefix
 
 
@@ -48,3 +48,18 @@ def test_config_errors_and_resume_rules(tmp_path):
     assert saved["seeds"] == [0, 1] and saved["arms"] == ["para_grpo", "vanilla_grpo"]
     with pytest.raises(ValueError, match="steps"):
         check_config(ReproConfig(steps=3), tmp_path)
+
+
+def test_only_runs_that_completed_their_steps_enter_the_report(tmp_path):
+    def run(arm, seed, step, steps):
+        d = tmp_path / "arms" / arm / f"seed{seed}"
+        (d / "checkpoint").mkdir(parents=True)
+        (d / "config.json").write_text(json.dumps({"steps": steps}))
+        if step is not None:
+            (d / "checkpoint" / "state.json").write_text(json.dumps({"step": step}))
+        return d
+
+    done = run("vanilla_grpo", 0, 150, 150)
+    run("vanilla_grpo", 1, 40, 150)  # still training (or interrupted): a checkpoint, not the last step
+    run("para_grpo", 0, None, 150)  # killed before its first checkpoint
+    assert finished_runs(tmp_path) == [("vanilla_grpo", 0, done)]
