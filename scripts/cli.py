@@ -20,7 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "tiny-model": ("scripts.tiny_model", "build a tiny random-weight Qwen-VL checkpoint locally (tests, CPU default)"),
     "serve": ("scripts.serve", "serve a local checkpoint over OpenAI-compatible and sglang-style HTTP (CPU dev server)"),
     "serve-env": ("scripts.serve_env", "serve the env over HTTP: many sessions of reset / step for remote agents and trainers"),
-    "repro": ("scripts.repro", "the paper's training comparison at CPU scale: shared cold start, 4 arms x seeds, report"),
+    "repro": ("scripts.repro", "the paper's training comparison at CPU scale: shared cold start, 6 arms x seeds, report"),
     "probe": ("scripts.probe", "probe a checkpoint: do its answers follow the pixels (perception)?"),
     "view": ("scripts.view", "a self-contained HTML page of what the agent did, episode by episode (timelines, frames, texts)"),
     "bench": ("scripts.bench", "benchmarks: parallel vs sequential tool dispatch"),

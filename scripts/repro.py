@@ -28,7 +28,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--report-only", action="store_true", help="only rewrite the report from finished runs")
     p.add_argument("--jobs", type=int, default=1,
                    help="arm runs trained and evaluated at once, each in its own process with its share of the CPU "
-                        "threads (default 1; 2 on 2 cores runs the comparison in about half the time)")
+                        "threads (default 1; on a 2-core machine --jobs 2 finishes the comparison sooner: see the README)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides for every stage and arm")
     p.set_defaults(func=run)
