@@ -3,7 +3,9 @@
     python -m benchmarks.report runs/bench_video.json [--markdown OUT.md]
 
 In each benchmark group the row whose name contains "reference" is the baseline; every other row gets
-``speedup = reference mean / row mean`` (both measured in the same run, on the same machine).
+``speedup = reference mean / row mean`` (both measured in the same run, on the same machine). A benchmark that
+records ``tokens_per_s`` in its ``extra_info`` (the RL step) gets that column too: where two paths produce
+different episodes, throughput is the fairer comparison than seconds per step.
 """
 
 from __future__ import annotations
@@ -31,18 +33,27 @@ def speedup_table(data: dict) -> list[dict]:
                     "min_s": b["stats"]["min"],
                     "rounds": b["stats"]["rounds"],
                     "speedup_vs_reference": (ref["stats"]["mean"] / mean) if ref else None,
+                    "tokens_per_s": b.get("extra_info", {}).get("tokens_per_s"),
                 }
             )
     return rows
 
 
 def to_markdown(rows: list[dict]) -> str:
-    lines = ["| group | benchmark | mean (s) | min (s) | rounds | speed-up vs reference |", "|---|---|---|---|---|---|"]
+    throughput = any(r.get("tokens_per_s") is not None for r in rows)
+    head = "| group | benchmark | mean (s) | min (s) | rounds | speed-up vs reference |"
+    lines = [
+        head + (" tokens/s |" if throughput else ""),
+        "|---|---|---|---|---|---|" + ("---|" if throughput else ""),
+    ]
     for r in rows:
         ratio = f"{r['speedup_vs_reference']:.2f}x" if r["speedup_vs_reference"] else "-"
-        lines.append(
+        line = (
             f"| {r['group']} | {r['name']} | {r['mean_s']:.4f} | {r['min_s']:.4f} | {r['rounds']} | {ratio} |"
         )
+        if throughput:
+            line += f" {r['tokens_per_s']:.0f} |" if r.get("tokens_per_s") is not None else " - |"
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 
