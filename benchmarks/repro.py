@@ -295,5 +295,10 @@ def plot_report(arms: dict[str, Any], path: Path, cfg: ReproConfig) -> None:
 
 
 def coldstart_summary(out: Path) -> dict[str, Any] | None:
-    rows = read_results(out / "coldstart" / "eval_parallel" / "results.jsonl")
+    """The cold start's held-out figures: its finished `summary.json` (what the arms' rows use too, and all a
+    report directory without per-sample results keeps), else a summary of the results written so far."""
+    path = out / "coldstart" / "eval_parallel"
+    if (path / "summary.json").exists():
+        return json.loads((path / "summary.json").read_text(encoding="utf-8"))
+    rows = read_results(path / "results.jsonl")
     return summarize(rows) if rows else None

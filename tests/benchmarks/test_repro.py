@@ -40,6 +40,11 @@ def test_repro_smoke_resumes_and_reports(tmp_path, monkeypatch, capsys):
     (out / "report.md").unlink()
     assert main(["repro", "--out", str(out), "--report-only"]) == 0
     assert "sft.steps=4" in (out / "report.md").read_text() and "seeds: 0;" in (out / "report.md").read_text()
+    # a report directory that keeps only the summaries (as docs/repro/ does) still reports the cold start
+    assert "| cold start (shared) |" in (out / "report.md").read_text()
+    (out / "coldstart" / "eval_parallel" / "results.jsonl").unlink()
+    assert main(["repro", "--out", str(out), "--report-only"]) == 0
+    assert "| cold start (shared) |" in (out / "report.md").read_text()
     assert main(["repro", "--out", str(tmp_path / "none"), "--report-only"]) == 1
 
 

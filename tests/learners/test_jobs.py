@@ -52,6 +52,8 @@ def test_an_interrupt_reaches_every_running_worker_once_and_is_waited_for(tmp_pa
         sys.path[:0] = {sys.path!r}
         if {how.startswith("SIGTERM")!r}:  # as `cmd &` in a shell script, or nohup: SIGINT ignored from the start
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+        else:  # a foreground terminal's, whatever the test run itself inherited
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         from jobs_helpers import wait_for_interrupt
         from learners.jobs import run_jobs
         try:
