@@ -1,0 +1,14 @@
+"""benchmarks.repro_step1: seed lists and a clear error for a directory that is not a cold start."""
+
+from benchmarks.repro_step1 import main, seed_range
+
+
+def test_seed_ranges_and_lists():
+    assert seed_range("3-6") == [3, 4, 5, 6]
+    assert seed_range("0,5,7") == [0, 5, 7]
+    assert seed_range("2") == [2]
+
+
+def test_a_directory_without_a_saved_cold_start_is_refused(tmp_path, capsys):
+    assert main(["--coldstart", str(tmp_path), "--seeds", "0"]) == 1
+    assert "not a saved cold start" in capsys.readouterr().err
