@@ -20,11 +20,18 @@ from learners.repro import ARMS, ReproConfig, arm_config
 
 
 def seed_range(text: str) -> list[int]:
-    """``3-12`` or ``0,5,7``."""
-    if "-" in text:
-        lo, hi = (int(x) for x in text.split("-", 1))
-        return list(range(lo, hi + 1))
-    return [int(x) for x in text.split(",") if x]
+    """``3-12`` or ``0,5,7`` (an argparse type: a malformed list is a usage error naming it)."""
+    try:
+        if "-" in text:
+            lo, hi = (int(x) for x in text.split("-", 1))
+            seeds = list(range(lo, hi + 1))
+        else:
+            seeds = [int(x) for x in text.split(",") if x]
+    except ValueError:
+        seeds = []
+    if not seeds:
+        raise argparse.ArgumentTypeError(f"--seeds {text!r}: expected a range like 3-12 or a list like 0,5,7")
+    return seeds
 
 
 def step1(coldstart: Path, arm: str, seed: int, recipe: str) -> dict[str, float]:
@@ -48,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--coldstart", required=True, help="the shared cold start (OUT/coldstart/coldstart/model)"
     )
-    parser.add_argument("--seeds", default="3-12", help="RL seeds: 3-12 or 0,5,7")
+    parser.add_argument("--seeds", type=seed_range, default="3-12", help="RL seeds: 3-12 or 0,5,7")
     parser.add_argument("--recipe", default="repro_cpu")
     parser.add_argument("--out", help="append one JSON line per arm and seed here")
     args = parser.parse_args(argv)
@@ -57,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {coldstart} is not a saved cold start (no paravt.json)", file=sys.stderr)
         return 1
     rows = []
-    for seed in seed_range(args.seeds):
+    for seed in args.seeds:
         for arm in ARMS:
             row = step1(coldstart, arm, seed, args.recipe)
             rows.append(row)
