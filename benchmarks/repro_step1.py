@@ -35,13 +35,16 @@ def seed_range(text: str) -> list[int]:
 
 
 def step1(coldstart: Path, arm: str, seed: int, recipe: str) -> dict[str, float]:
+    """The arm's step-1 rollouts (``Trainer.collect``, what ``rl_step`` trains on) and their metrics, as the step's
+    row reports them; no update is run, since nothing after the rollouts enters the figures."""
+    from learners.metrics import rollout_metrics
     from learners.trainer import Trainer
 
     run = Path(tempfile.mkdtemp(prefix="paravt_step1_"))
     try:
         trainer = Trainer(arm_config(ReproConfig(recipe=recipe), arm, seed, coldstart), run, progress=False)
         try:
-            metrics = trainer.rl_step()
+            metrics = rollout_metrics([t for group in trainer.collect() for t in group])
         finally:
             trainer.close()
     finally:
