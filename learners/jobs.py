@@ -79,8 +79,7 @@ def run_jobs(jobs: Sequence[Job], workers: int, *, on_done: Callable[[Hashable, 
         _stop(list(running))
         raise
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        _restore(previous)
     if failed:
         raise JobFailed(f"job(s) failed: {', '.join(failed)}; their errors are logged above; the finished jobs are "
                         f"kept, rerun to resume")  # fmt: skip
@@ -102,8 +101,13 @@ def _stop(procs: list[Any]) -> None:
             proc.join()
             logger.info("job %s stopped (exit code %s)", proc.name.removeprefix("paravt-job "), proc.exitcode)
     finally:
-        for sig, handler in held.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        _restore(held)
+
+
+def _restore(handlers: dict[int, Any]) -> None:
+    """Put back handlers saved by ``signal.signal`` / ``getsignal`` (None: one not set from Python)."""
+    for sig, handler in handlers.items():
+        signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
 def _worker(fn: Callable[..., Any], args: tuple[Any, ...], threads: int, level: int) -> None:
