@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 import torch
+from transformers import LogitsProcessorList
 
 from .base import Conversation, Generation, Message
+from .logprobs import SampledLogprobs, target_logprobs
 from .vision_inputs import (
     IMAGE_PAD,
     expand_image_tokens,
@@ -306,24 +308,25 @@ class HFPolicy:
         inputs = self._padded_inputs(prompts, left=True)
         width = inputs["input_ids"].shape[1]
         sample = self.temperature > 0
+        # The recorder warps the scores itself (temperature, top-p) and keeps only each sampled token's
+        # log-probability: ``output_scores`` would hold every step's (rows x vocabulary) fp32 scores
+        # (``learners.policies.logprobs``). generate then adds no warper of its own (1.0 = none).
+        recorder = SampledLogprobs(self.temperature if sample else 0.0, self.top_p if sample else None)
         out = self.model.generate(
             **inputs,
             max_new_tokens=self.max_new_tokens,
             do_sample=sample,
-            temperature=self.temperature if sample else None,
-            top_p=self.top_p if sample else None,
+            temperature=1.0 if sample else None,
+            top_p=1.0 if sample else None,
             top_k=None,
             eos_token_id=self.eos_ids,
             pad_token_id=self.pad_id,
             suppress_tokens=self.suppress_ids or None,
+            logits_processor=LogitsProcessorList([recorder]),
             return_dict_in_generate=True,
-            output_scores=True,
         )
         new = out.sequences[:, width:].cpu()
-        # scores are the processed logits that were sampled from (temperature, top-p): log_softmax of them is
-        # the behaviour policy's log-probability.
-        logp = torch.stack([torch.log_softmax(s.float(), dim=-1) for s in out.scores], dim=1).cpu()
-        chosen = logp.gather(-1, new.unsqueeze(-1)).squeeze(-1)
+        chosen = recorder.finish(new)
         gens = []
         prefix = THINK_PREFIX if prefixed else ""
         for i in range(len(prompts)):
@@ -384,9 +387,8 @@ class HFPolicy:
         temperature; differentiable when grad is enabled (the learners' forward pass)."""
         model = self.model if model is None else model
         temperature = self.temperature if temperature is None else temperature
-        logits = model(**self.model_inputs(encoded)).logits[0, :-1].float()
-        targets = torch.tensor(encoded.input_ids[1:], device=logits.device)
-        return self._target_logprobs(logits, targets, temperature)
+        logits = model(**self.model_inputs(encoded)).logits[0]
+        return self._next_token_logprobs(logits, torch.tensor(encoded.input_ids, device=logits.device), temperature)
 
     def batch_logprobs(self, encodeds: Sequence[Encoded], model: Any = None, temperature: float | None = None,
                        micro_batch: int = 8, max_tokens: int | None = None) -> list[torch.Tensor]:  # fmt: skip
@@ -403,26 +405,18 @@ class HFPolicy:
                 out[bucket[0]] = self.sequence_logprobs(encodeds[bucket[0]], model=model, temperature=temperature)
                 continue
             inputs = self._padded_inputs([encodeds[i] for i in bucket], left=False)
-            logits = model(**inputs).logits[:, :-1].float()
-            targets = inputs["input_ids"][:, 1:]
-            lp = self._target_logprobs(logits, targets, temperature)
+            lp = self._next_token_logprobs(model(**inputs).logits, inputs["input_ids"], temperature)
             for row, i in enumerate(bucket):
                 out[i] = lp[row, : lengths[i] - 1]
         return out  # type: ignore[return-value]
 
-    def _target_logprobs(self, logits: torch.Tensor, targets: torch.Tensor, temperature: float | None) -> torch.Tensor:
-        """log-softmax of ``logits`` (..., V) at ``targets`` (...), at ``temperature``, image pads masked out
-        as sampling masks them (and scored 0: they are prompt, never trained on)."""
-        if temperature and temperature > 0:
-            logits = logits / temperature
-        suppressed = torch.zeros_like(targets, dtype=torch.bool)
-        if self.suppress_ids:
-            banned = torch.zeros(logits.shape[-1], dtype=torch.bool, device=logits.device)
-            banned[self.suppress_ids] = True
-            logits = logits.masked_fill(banned, float("-inf"))
-            suppressed = torch.isin(targets, torch.tensor(self.suppress_ids, device=targets.device))
-        lp = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-        return torch.where(suppressed, torch.zeros_like(lp), lp)
+    def _next_token_logprobs(self, logits: torch.Tensor, ids: torch.Tensor, temperature: float | None) -> torch.Tensor:
+        """log p(ids[..., t] | ids[..., <t]) for t >= 1 from the logits (..., T, V) of ``ids`` (..., T), at
+        ``temperature``, image pads masked out as sampling masks them (and scored 0: they are prompt, never
+        trained on). Scored on the whole logits with a dummy last target, then cut: slicing off the last position
+        first would copy the logits (``learners.policies.logprobs`` keeps no vocabulary-wide fp32 copy either)."""
+        targets = torch.cat([ids[..., 1:], ids[..., :1]], dim=-1)  # the last column is a placeholder
+        return target_logprobs(logits, targets, temperature=temperature, suppress_ids=self.suppress_ids)[..., :-1]
 
     def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int | None = None,
                  think_prefix: bool | None = None) -> list[Generation]:  # fmt: skip
