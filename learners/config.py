@@ -27,6 +27,10 @@ class ModelConfig:
     tiny local model, built into the cache if absent."""
     tiny_arch: str = "qwen3_vl"
     """Architecture of the tiny model when ``path`` is None."""
+    size: str = "tiny"
+    """Size of the random-weight model built locally when ``path`` is None: "tiny" (0.28 M parameters, the CPU
+    default) or a published Qwen3-VL size, "2b" / "8b" (Qwen3-VL-2B / -8B-Instruct's config: 2.13 B / 8.77 B
+    parameters, random weights; ``tiny_arch`` qwen3_vl): what a step costs at real size, on a GPU."""
     dtype: str = "fp32"
     """"fp32" or "bf16" (release: bf16)."""
     device: str = "cpu"
@@ -332,6 +336,12 @@ def check_counts(cfg: TrainConfig) -> None:
              "rollout.group_size": (cfg.rollout.group_size, 1), "rollout.prompts_per_step": (cfg.rollout.prompts_per_step, 1),
              "rollout.max_new_tokens": (cfg.rollout.max_new_tokens, 1), "env.frame_budget": (cfg.env.frame_budget, 1),
              "env.max_turns": (cfg.env.max_turns, 1), "optim.micro_batch": (cfg.optim.micro_batch, 1), "env.max_parallel": (cfg.env.max_parallel, 1)}  # fmt: skip
+    from .policies.tiny_model import SIZES
+
+    if cfg.model.size not in SIZES:
+        raise ValueError(f"recipe key model.size must be one of {', '.join(SIZES)}, got {cfg.model.size!r}")
+    if cfg.model.size != "tiny" and cfg.model.tiny_arch != "qwen3_vl":
+        raise ValueError(f"recipe key model.size {cfg.model.size!r} is a Qwen3-VL size: model.tiny_arch must be qwen3_vl")
     for key, (value, least) in rules.items():
         if value < least:
             raise ValueError(f"recipe key {key} must be at least {least}, got {value}")

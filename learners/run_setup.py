@@ -66,10 +66,22 @@ def resolve_model_path(cfg: TrainConfig) -> Path | str:
         return str(path) if local else cfg.model.path
     from .policies.tiny_model import BUILDER_VERSION, build_tiny_model
 
-    path = cache_dir() / f"tiny_{cfg.model.tiny_arch}_seed0_v{BUILDER_VERSION}"
+    size = cfg.model.size
+    name = f"tiny_{cfg.model.tiny_arch}" if size == "tiny" else f"random_{cfg.model.tiny_arch}_{size}"
+    path = cache_dir() / f"{name}_seed0_v{BUILDER_VERSION}"
     if not (path / "tiny_model.json").is_file():
-        build_tiny_model(path, arch=cfg.model.tiny_arch, seed=0, overwrite=True)
+        # A published size is initialised where it will run (seconds on a GPU, minutes on 2 cores).
+        device = "cpu" if size == "tiny" else _build_device(cfg.model.device)
+        build_tiny_model(path, arch=cfg.model.tiny_arch, seed=0, overwrite=True, size=size, device=device)
     return path
+
+
+def _build_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
 
 
 def reward_config(cfg: TrainConfig) -> RewardConfig:

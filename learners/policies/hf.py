@@ -202,6 +202,11 @@ class HFPolicy:
         # A sampled image/video pad would claim pixels that do not exist and break the next forward pass.
         self.suppress_ids = [i for i in (tokenizer.convert_tokens_to_ids(t) for t in (IMAGE_PAD, "<|video_pad|>"))
                              if isinstance(i, int) and i >= 0 and i != tokenizer.unk_token_id]  # fmt: skip
+        # Ids past the tokenizer decode to nothing: released checkpoints pad the embedding beyond it (Qwen3-VL: 267
+        # ids), which a trained model never samples and a random-weight model of a published size samples almost
+        # always (``tiny_model.published_config``): never sampled either.
+        vocab = getattr(model.config.get_text_config(), "vocab_size", None) or 0
+        self.suppress_ids += list(range(len(tokenizer), vocab))
 
     @classmethod
     def from_pretrained(

@@ -22,6 +22,10 @@ import shutil
 from pathlib import Path
 
 ARCHS = ("qwen3_vl", "qwen2_5_vl")
+SIZES = ("tiny", "2b", "8b")
+"""``tiny``: 2 layers, 64 wide, a vocabulary of the tokenizer's size. ``2b`` / ``8b``: Qwen3-VL-2B / -8B-Instruct's
+published widths, depths, heads and vocabulary (``PUBLISHED``), random weights, this tokenizer: for measuring
+what a step costs at real size (GPU), not for learning anything."""
 BUILDER_VERSION = 2
 """Bump when the files a (arch, seed) pair produces change; cached builds are keyed by it."""
 
@@ -192,6 +196,46 @@ def _config(arch: str, tokenizer):
     return Qwen2_5_VLConfig(text_config=text, vision_config=vision, tie_word_embeddings=True, **ids)
 
 
+# Qwen3-VL-2B / -8B-Instruct's config.json (text_config, vision_config), the fields that shape the computation.
+# Shared: vocabulary 151,936, RoPE theta 5e6 with interleaved M-RoPE sections [24, 20, 20] of head_dim 128, patch 16,
+# merge 2, temporal patch 2, 2,304 vision position embeddings.
+PUBLISHED = {
+    "2b": {"text": dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28, num_attention_heads=16,
+                        num_key_value_heads=8),
+           "vision": dict(depth=24, hidden_size=1024, intermediate_size=4096, num_heads=16, out_hidden_size=2048,
+                          deepstack_visual_indexes=[5, 11, 17]),
+           "tie_word_embeddings": True},
+    "8b": {"text": dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32,
+                        num_key_value_heads=8),
+           "vision": dict(depth=27, hidden_size=1152, intermediate_size=4304, num_heads=16, out_hidden_size=4096,
+                          deepstack_visual_indexes=[8, 16, 24]),
+           "tie_word_embeddings": False},
+}  # fmt: skip
+PUBLISHED_VOCAB = 151_936
+
+
+def published_config(size: str, tokenizer):
+    """A ``Qwen3VLConfig`` of a published size (``PUBLISHED``) whose special-token ids are this tokenizer's. The
+    vocabulary keeps the published 151,936 ids (the LM head and embedding cost what they cost at real size); the
+    ids past the tokenizer decode to nothing and the policy never samples them (``HFPolicy.suppress_ids``)."""
+    from transformers import Qwen3VLConfig
+
+    if size not in PUBLISHED:
+        raise ValueError(f"unknown published size {size!r}; known: {', '.join(PUBLISHED)}")
+    spec = PUBLISHED[size]
+    ids = {name: tokenizer.convert_tokens_to_ids(tok) for name, tok in (
+        ("image_token_id", "<|image_pad|>"), ("video_token_id", "<|video_pad|>"),
+        ("vision_start_token_id", "<|vision_start|>"), ("vision_end_token_id", "<|vision_end|>"),
+    )}  # fmt: skip
+    text = dict(spec["text"], vocab_size=PUBLISHED_VOCAB, head_dim=128, max_position_embeddings=262144,
+                rms_norm_eps=1e-6, hidden_act="silu", pad_token_id=tokenizer.pad_token_id,
+                rope_parameters={"rope_type": "default", "rope_theta": 5_000_000.0, "mrope_section": [24, 20, 20],
+                                 "mrope_interleaved": True})  # fmt: skip
+    vision = dict(spec["vision"], patch_size=16, spatial_merge_size=2, temporal_patch_size=2,
+                  num_position_embeddings=2304, hidden_act="gelu_pytorch_tanh")  # fmt: skip
+    return Qwen3VLConfig(text_config=text, vision_config=vision, tie_word_embeddings=spec["tie_word_embeddings"], **ids)
+
+
 # Image normalisation of the released checkpoints (Qwen2.5-VL: CLIP's; Qwen3-VL: 0.5).
 _CLIP_MEAN, _CLIP_STD = [0.48145466, 0.4578275, 0.40821073], [0.26862954, 0.26130258, 0.27577711]
 # Pixel budget: small so that test frames stay small (a 56x56 frame becomes 4x4 patches = 4 merged tokens);
@@ -245,15 +289,22 @@ def _save_processor_files(arch: str, out: Path) -> None:
 
 
 def build_tiny_model(
-    out_dir: str | Path, *, arch: str = "qwen3_vl", seed: int = 0, overwrite: bool = False
+    out_dir: str | Path, *, arch: str = "qwen3_vl", seed: int = 0, overwrite: bool = False, size: str = "tiny",
+    device: str = "cpu",
 ) -> Path:
-    """Write a loadable tiny random-weight checkpoint of ``arch`` ("qwen3_vl" or "qwen2_5_vl") into
-    ``out_dir`` (created if absent) and return its path. Same ``seed``, same bytes.
+    """Write a loadable random-weight checkpoint of ``arch`` ("qwen3_vl" or "qwen2_5_vl") into ``out_dir``
+    (created if absent) and return its path. Same ``seed``, same bytes (on one device). ``size`` "2b" / "8b"
+    (Qwen3-VL only) builds the published widths instead of the tiny ones, in bf16, its weights initialised on
+    ``device`` ("cuda": seconds instead of minutes; 4.3 / 17.5 GB written).
 
-    Raises ``ValueError`` for an unknown ``arch`` and ``FileExistsError`` when ``out_dir`` is a file, or a
-    non-empty directory and ``overwrite`` is false (with ``overwrite`` its contents are replaced)."""
+    Raises ``ValueError`` for an unknown ``arch`` or ``size`` and ``FileExistsError`` when ``out_dir`` is a file,
+    or a non-empty directory and ``overwrite`` is false (with ``overwrite`` its contents are replaced)."""
     if arch not in ARCHS:
         raise ValueError(f"unknown tiny-model arch {arch!r}; known: {', '.join(ARCHS)}")
+    if size not in SIZES:
+        raise ValueError(f"unknown model size {size!r}; known: {', '.join(SIZES)}")
+    if size != "tiny" and arch != "qwen3_vl":
+        raise ValueError(f"size {size!r} is a published Qwen3-VL size: use arch qwen3_vl, not {arch!r}")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise FileExistsError(f"{out} exists and is not a directory")
@@ -267,9 +318,13 @@ def build_tiny_model(
     build_tokenizer().save_pretrained(out)
     # The ids the config names are those of the tokenizer as a user will load it.
     tokenizer = transformers.AutoTokenizer.from_pretrained(out)
-    config = _config(arch, tokenizer)
     torch.manual_seed(seed)
-    model = transformers.AutoModelForImageTextToText.from_config(config)
+    if size == "tiny":
+        model = transformers.AutoModelForImageTextToText.from_config(_config(arch, tokenizer))
+    else:
+        with torch.device(device):
+            model = transformers.AutoModelForImageTextToText.from_config(published_config(size, tokenizer),
+                                                                         dtype=torch.bfloat16)  # fmt: skip
     # eos is <|im_end|> alone. Released Instruct models list [<|im_end|>, <|endoftext|>]; code here treats the
     # lowest eos id as the end of a turn, which with both would be <|endoftext|>.
     model.generation_config = transformers.GenerationConfig(
@@ -278,6 +333,6 @@ def build_tiny_model(
     model.save_pretrained(out)
     _save_processor_files(arch, out)
     params = sum(p.numel() for p in model.parameters())
-    marker = {"arch": arch, "seed": seed, "parameters": params, "model_class": type(model).__name__}
+    marker = {"arch": arch, "size": size, "seed": seed, "parameters": params, "model_class": type(model).__name__}
     (out / "tiny_model.json").write_text(json.dumps(marker, indent=2) + "\n")
     return out

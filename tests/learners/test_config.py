@@ -16,11 +16,13 @@ from learners.config import load_recipe
         ("model.path=3", "model.path must be str"),
         ("steps=-3", "steps must be at least 0, got -3"),
         ("rollout.group_size=0", "rollout.group_size must be at least 1"),
+        ("model.size=3b", "model.size must be one of tiny, 2b, 8b, got '3b'"),
+        ("model.tiny_arch=qwen2_5_vl model.size=2b", "model.size '2b' is a Qwen3-VL size"),
     ],
 )
 def test_bad_override_names_key_type_and_value(override, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(")):
-        load_recipe("tiny_cpu", [override])
+        load_recipe("tiny_cpu", override.split())
 
 
 def test_values_are_normalised():

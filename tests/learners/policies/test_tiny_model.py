@@ -285,3 +285,54 @@ def test_hf_policy_runs_on_qwen25(checkpoints):
     text = "<0.5 seconds><image><1.5 seconds><image><2.5 seconds><image> What?"
     [gen] = policy.generate([[Message("user", text, frames)]])
     assert 1 <= len(gen.token_ids) <= 6 and len(gen.logprobs) == len(gen.token_ids)
+
+
+@pytest.mark.parametrize(("size", "parameters", "vision"), [("2b", 2_127_532_032, 406_957_056),
+                                                            ("8b", 8_767_123_696, 576_388_336)])  # fmt: skip
+def test_published_sizes_have_the_released_checkpoints_parameter_counts(size, parameters, vision):
+    """Qwen3-VL-2B / -8B-Instruct hold 2.13 B / 8.77 B parameters: the configs written here (widths, depths, heads,
+    vocabulary, tied or untied head) must give exactly those counts. Counted on the meta device: no weights."""
+    from learners.policies.tiny_model import build_tokenizer, published_config
+
+    config = published_config(size, build_tokenizer())
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(config)
+    assert type(model).__name__ == "Qwen3VLForConditionalGeneration"
+    assert sum(p.numel() for p in model.parameters()) == parameters
+    assert sum(p.numel() for p in model.model.visual.parameters()) == vision
+    assert config.text_config.vocab_size == 151_936 and config.text_config.head_dim == 128
+
+
+def test_published_sizes_are_qwen3_vl_only_and_named(tmp_path):
+    with pytest.raises(ValueError, match=r"'3b'.*tiny, 2b, 8b"):
+        build_tiny_model(tmp_path / "a", size="3b")
+    with pytest.raises(ValueError, match="arch qwen3_vl, not 'qwen2_5_vl'"):
+        build_tiny_model(tmp_path / "b", arch="qwen2_5_vl", size="2b")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_ids_past_the_tokenizer_are_never_sampled(checkpoints, tmp_path):
+    """A published size keeps the 151,936-id vocabulary over a ~1k-token tokenizer: a random model would sample
+    undecodable ids almost always. The policy masks them out of sampling (and scoring) as released checkpoints'
+    padding ids."""
+    from learners.policies.hf import HFPolicy
+
+    model = transformers.AutoModelForImageTextToText.from_pretrained(checkpoints["qwen3_vl"])
+    tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoints["qwen3_vl"])
+    padded = len(tokenizer) + 4000
+    model.resize_token_embeddings(padded, mean_resizing=False)
+    with torch.no_grad():  # make the padding ids the likeliest by far
+        model.get_output_embeddings().weight[len(tokenizer) :] *= 50
+    target = tmp_path / "padded"
+    model.save_pretrained(target)
+    for f in checkpoints["qwen3_vl"].iterdir():
+        if f.is_file() and not f.name.startswith(("model", "config.json", "generation_config")):
+            (target / f.name).write_bytes(f.read_bytes())
+    policy = HFPolicy.from_pretrained(target, max_new_tokens=40, temperature=1.0)
+    assert set(range(len(tokenizer), padded)) <= set(policy.suppress_ids)
+    torch.manual_seed(0)
+    from learners.policies.base import Message
+
+    gens = policy.generate([[Message("user", "What shape?")]] * 3)
+    assert all(t < len(tokenizer) for g in gens for t in g.token_ids)
+    assert sum(len(g.token_ids) for g in gens) > 3
