@@ -18,7 +18,6 @@ import logging
 import random
 import shutil
 import statistics
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,7 @@ from .run_setup import (  # noqa: F401  (write_heldout, synth_dir: still importa
     write_heldout,
 )
 from .sft import progress_bar
+from .step_clock import StepClock
 
 logger = logging.getLogger(__name__)
 
@@ -202,18 +202,18 @@ class Trainer:
         """Collect one step's rollouts, update on them once, and record the step (metrics row, rollout records,
         the committed position); returns the step's metrics row. An interrupt before the optimiser step
         leaves the weights and the committed position of the previous step; the rest runs uninterrupted."""
-        t0 = time.perf_counter()
+        clock = StepClock(self.policy.device)
         groups = self.collect()
-        rollout_s = time.perf_counter() - t0
+        rollout_s = clock.lap()
         trajs = [t for g in groups for t in g]
-        stats = self.update(groups, apply=False)
+        stats = self.update(groups, apply=False, clock=clock)
         with commit_section():
             self._apply_gradients()
             self.step += 1
             self._write_rollouts(groups)
             row = {"step": self.step, **rollout_metrics(trajs), **stats}
             row["tokens_per_s"] = sum(t.n_generated for t in trajs) / max(rollout_s, 1e-9)
-            row["wall_s"] = time.perf_counter() - t0
+            row.update(clock.split(rollout_s, stats["train_tokens"]))
             row["epoch"] = self.epoch
             with open(self.metrics_path, "a") as f:
                 f.write(json.dumps(row) + "\n")
@@ -245,14 +245,18 @@ class Trainer:
         trajs = run_batch(self.envs, self.policy, options)
         return [trajs[k * size : (k + 1) * size] for k in range(len(prompts))]
 
-    def update(self, groups: list[list[Trajectory]], *, apply: bool = True) -> dict[str, float]:
+    def update(self, groups: list[list[Trajectory]], *, apply: bool = True, clock: StepClock | None = None) -> dict[str, float]:
         """One PPO-clipped optimiser step on the groups' trajectories (rewards already in them); returns the
-        mean loss, KL, clip fraction and entropy over the trained trajectories. With ``apply=False`` only the
-        gradients are computed (``_apply_gradients`` takes the step, inside ``rl_step``'s commit section)."""
+        mean loss, KL, clip fraction and entropy over the trained trajectories and ``train_tokens``, the tokens
+        of the sequences forwarded and backwarded. With ``apply=False`` only the gradients are computed
+        (``_apply_gradients`` takes the step, inside ``rl_step``'s commit section). ``clock`` is charged with the
+        frozen reference's forward passes (``StepClock.reference``)."""
         cfg = self.cfg
+        clock = clock or StepClock(self.policy.device)
         units, token_level, kl_reward = training_units(groups, cfg)
         step, cap = max(1, cfg.optim.micro_batch), cfg.optim.micro_batch_tokens
-        token_adv = self._kl_reward_advantages(units, token_level, step, cap) if kl_reward else None
+        with clock.reference():
+            token_adv = self._kl_reward_advantages(units, token_level, step, cap) if kl_reward else None
 
         # Update: one PPO-clipped step, forward/backward one length bucket of trajectories at a time
         # (``optim.micro_batch`` rows, ``optim.micro_batch_tokens`` padded tokens).
@@ -265,7 +269,7 @@ class Trainer:
             logps = self.policy.batch_logprobs(encoded, micro_batch=step, max_tokens=cap)
             refs = [None] * len(chunk)
             if cfg.grpo.kl_coef > 0:
-                with torch.no_grad():
+                with torch.no_grad(), clock.reference():
                     refs = self.policy.batch_logprobs(encoded, model=self._reference(), micro_batch=step, max_tokens=cap)
             total = torch.zeros((), device=logps[0].device)
             for i, (tr, at, af, weight), logp, ref in zip(bucket, chunk, logps, refs, strict=True):
@@ -293,7 +297,8 @@ class Trainer:
         self.policy.model.eval()
         if apply:
             self._apply_gradients()
-        return {k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()}
+        means = {k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()}
+        return {**means, "train_tokens": sum(len(tr.encoded.input_ids) for tr, *_ in units)}
 
     def _apply_gradients(self) -> None:
         torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.cfg.optim.grad_clip)
@@ -414,6 +419,3 @@ def set_rng_states(states: dict[str, Any]) -> None:
     np.random.set_state(states["numpy_rng"])
     random.setstate(states["python_rng"])
 
-
-def config_summary(cfg: TrainConfig) -> str:
-    return json.dumps({k: v for k, v in asdict(cfg).items() if k in ("algorithm", "steps")})
