@@ -123,7 +123,7 @@ def test_loads_like_a_released_checkpoint(arch, checkpoints):
     )
     marker = json.loads((path / "tiny_model.json").read_text())
     params = sum(p.numel() for p in model.parameters())
-    assert marker == {"arch": arch, "seed": 0, "parameters": params, "model_class": MODEL_CLASS[arch]}
+    assert marker == {"arch": arch, "size": "tiny", "seed": 0, "parameters": params, "model_class": MODEL_CLASS[arch]}
     assert params < 1_000_000
     for name in ("config.json", "model.safetensors", "generation_config.json", "tokenizer.json",
                  "tokenizer_config.json", "preprocessor_config.json", "video_preprocessor_config.json",

@@ -1,0 +1,139 @@
+"""What one PARA-GRPO step costs at real model size: rollout, reference and update time, tokens per second, peak
+memory and the update's model FLOP utilisation, printed per step and written to ``OUT/gpu_step.json``.
+
+    python -m benchmarks.gpu_step --out runs/gpu_step                      # recipe gpu_smoke: Qwen3-VL-2B, CUDA
+    python -m benchmarks.gpu_step --out runs/gpu_step_8b model.size=8b     # the 8B (an H200; see README)
+    python -m benchmarks.gpu_step --out X --recipe tiny_cpu model.device=cpu --steps 2   # the same figures on CPU
+
+The recipe's cold start (``gpu_smoke``: a few SFT steps on teacher episodes with parallel crops) runs first and is
+timed as a whole; then ``--steps`` RL steps of the local trainer (``Trainer.rl_step``: batched rollouts in the env,
+one PPO-clipped update against the frozen reference), nothing saved. Per step: generated tokens/s in the rollout,
+training tokens/s in the update (tokens of the sequences forwarded and backwarded), seconds split into rollout /
+reference / update (``learners.step_clock``, synchronised on CUDA), peak memory, and MFU = 3 x forward FLOPs of the
+trained sequences (``learners.model_flops``) / (update seconds x the GPU's dense bf16 peak; ``--peak-tflops`` for
+a GPU not in the table, none on CPU). The summary averages the steps after the first (the first pays for
+allocator growth and kernel selection) when there are several.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+FIGURES = ("rollout_s", "reference_s", "update_s", "wall_s", "tokens_per_s", "train_tokens", "train_tokens_per_s",
+           "peak_memory_mb", "mfu", "tool_calls_per_rollout", "generated_tokens")  # fmt: skip
+
+
+def _measured_trainer():
+    """The local trainer, remembering the forward FLOPs of what each update trained on."""
+    from learners.advantages import training_units
+    from learners.model_flops import FlopModel
+    from learners.trainer import Trainer
+
+    class MeasuredTrainer(Trainer):
+        last_forward_flops = 0
+
+        def update(self, groups, **kwargs):  # noqa: ANN001, ANN003, ANN202
+            flops = FlopModel.of(self.policy.model)
+            units = training_units(groups, self.cfg)[0]
+            self.last_forward_flops = sum(flops.sequence_flops(tr.encoded) for tr, *_ in units)
+            return super().update(groups, **kwargs)
+
+    return MeasuredTrainer
+
+
+def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = True) -> dict[str, Any]:  # noqa: ANN001
+    import torch
+    import transformers
+
+    from learners.model_flops import peak_flops
+    from paravt_env.memory import release_free_memory
+
+    trainer = _measured_trainer()(cfg, out, progress=progress)
+    try:
+        device = trainer.policy.device
+        peak = peak_tflops * 1e12 if peak_tflops else peak_flops(device)
+        t0 = time.perf_counter()
+        trainer.cold_start()
+        cold_start_s = time.perf_counter() - t0
+        if cfg.grpo.kl_coef > 0:
+            trainer._reference()  # the frozen copy is made before the first step, as train() makes it
+        rows = []
+        for _ in range(steps):
+            row = trainer.rl_step()
+            flops = 3 * trainer.last_forward_flops
+            row["model_tflops"] = flops / 1e12
+            row["mfu"] = flops / (row["update_s"] * peak) if peak and row["update_s"] > 0 else None
+            row["generated_tokens"] = row["tokens_per_s"] * row["rollout_s"]
+            rows.append({k: row.get(k) for k in ("step", *FIGURES, "model_tflops")})
+            _print_row(rows[-1])
+            release_free_memory(collect=True)
+        measured = rows[1:] if len(rows) > 1 else rows
+        summary = {k: statistics.fmean(r[k] for r in measured) for k in FIGURES if all(r.get(k) is not None for r in measured)}
+        params = sum(p.numel() for p in trainer.policy.model.parameters())
+        return {
+            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+            "torch": torch.__version__, "transformers": transformers.__version__, "parameters": params,
+            "model": {"size": cfg.model.size, "path": cfg.model.path, "dtype": cfg.model.dtype,
+                      "gradient_checkpointing": cfg.model.gradient_checkpointing},
+            "peak_flops": peak, "cold_start_s": cold_start_s, "steps": rows, "summary": summary,
+            "summary_over": [r["step"] for r in measured],
+        }  # fmt: skip
+    finally:
+        trainer.close()
+
+
+def _print_row(r: dict[str, Any]) -> None:
+    mfu = f"{100 * r['mfu']:.1f} %" if r.get("mfu") is not None else "-"
+    print(f"step {r['step']}: rollout {r['rollout_s']:.1f} s ({r['tokens_per_s']:.0f} generated tok/s), reference "
+          f"{r['reference_s']:.1f} s, update {r['update_s']:.1f} s ({r['train_tokens_per_s']:.0f} train tok/s, MFU {mfu}), "
+          f"wall {r['wall_s']:.1f} s, peak {r['peak_memory_mb'] / 1024:.1f} GiB, "
+          f"{r['tool_calls_per_rollout']:.2f} crops/rollout", flush=True)  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", required=True, help="run directory (its cold start and gpu_step.json)")
+    p.add_argument("--recipe", default="gpu_smoke")
+    p.add_argument("--steps", type=int, default=None, help="RL steps to measure (default: the recipe's steps)")
+    p.add_argument("--peak-tflops", type=float, default=None, help="the device's dense peak, for MFU (default: by GPU name)")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("overrides", nargs="*", metavar="key=value")
+    args = p.parse_args(argv)
+    from learners.config import load_recipe
+
+    try:
+        cfg = load_recipe(args.recipe, args.overrides)
+    except (ValueError, FileNotFoundError) as exc:
+        p.error(str(exc))
+    steps = cfg.steps if args.steps is None else args.steps
+    if steps < 1:
+        p.error(f"--steps must be at least 1, got {steps}")
+    if cfg.model.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            p.error(f"recipe {args.recipe} runs on {cfg.model.device} but torch sees no GPU here; "
+                    "pass model.device=cpu (with model.size=tiny) to run it on the CPU")  # fmt: skip
+    out = Path(args.out)
+    result = run(cfg, out, steps, args.peak_tflops, progress=not args.no_progress)
+    result["recipe"], result["overrides"] = args.recipe, args.overrides
+    (out / "gpu_step.json").write_text(json.dumps(result, indent=2) + "\n")
+    s = result["summary"]
+    mfu = f"{100 * s['mfu']:.1f} %" if "mfu" in s else "- (no peak known for this device)"
+    print(f"\n{result['device']}, {result['parameters'] / 1e6:,.1f} M parameters, cold start {result['cold_start_s']:.0f} s; "
+          f"mean of steps {result['summary_over']}:\n"
+          f"  rollout {s['rollout_s']:.1f} s | reference {s['reference_s']:.1f} s | update {s['update_s']:.1f} s | "
+          f"wall {s['wall_s']:.1f} s\n  generated {s['tokens_per_s']:.0f} tok/s | trained {s['train_tokens_per_s']:.0f} tok/s | "
+          f"peak memory {s['peak_memory_mb'] / 1024:.1f} GiB | update MFU {mfu}\n  -> {out / 'gpu_step.json'}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
