@@ -18,6 +18,7 @@ import torch
 
 from .grpo import masked_mean
 from .interrupts import commit_section
+from .optim import adamw
 from .policies.agent import observation_message
 from .policies.base import Generation, Message
 from .policies.hf import HFPolicy
@@ -119,7 +120,7 @@ def train_cross_entropy(
     exactly what the uninterrupted loop would have drawn (a finished state just restores the weights)."""
     if steps <= 0 or not items:
         return []
-    opt = torch.optim.AdamW(policy.model.parameters(), lr=lr, weight_decay=weight_decay)
+    opt = adamw(policy.model.parameters(), lr=lr, weight_decay=weight_decay)  # fp32 masters for a bf16 model
     sched = lr_scheduler(opt, schedule, steps, warmup_ratio)
     norm = batch * sum(max(1, sum(item.loss_mask[1:])) for item in items) / len(items)
     rng = random.Random(seed)

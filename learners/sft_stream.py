@@ -39,6 +39,7 @@ from paravt_env.video import VideoDecodeError
 from paravt_env.video.qwen_frames import QwenSamplingError
 
 from .interrupts import commit_section
+from .optim import adamw
 from .policies.hf import HFPolicy
 from .release_sft import conversation_trajectory, parse_row, release_sft_files
 from .rollout import Trajectory
@@ -163,7 +164,7 @@ def train_streaming_sft(policy: HFPolicy, spec: str | Path, *, steps: int, batch
     def roots(path: Path) -> list[Path]:
         return [Path(video_root).expanduser(), path.parent] if video_root else [path.parent]
 
-    opt = torch.optim.AdamW(policy.model.parameters(), lr=lr, weight_decay=weight_decay)
+    opt = adamw(policy.model.parameters(), lr=lr, weight_decay=weight_decay)  # fp32 masters for a bf16 model
     sched = lr_scheduler(opt, schedule, steps, warmup_ratio)
     rows: list[dict] = []
     start, position, counts = 0, StreamPosition(), StreamCounts()

@@ -41,6 +41,7 @@ from .grpo import (
 )
 from .interrupts import commit_section
 from .metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
+from .optim import adamw
 from .para_grpo import token_anchored_advantages
 from .policies.card import CARD_NAME, write_card
 from .policies.hf import HFPolicy, length_buckets
@@ -115,9 +116,7 @@ class Trainer:
         )  # fmt: skip
         if cfg.model.gradient_checkpointing:
             self.policy.model.gradient_checkpointing_enable()
-        self.optimizer = torch.optim.AdamW(
-            self.policy.model.parameters(), lr=cfg.optim.lr, weight_decay=cfg.optim.weight_decay
-        )
+        self.optimizer = self._new_optimizer()
         n_envs = cfg.rollout.prompts_per_step * cfg.rollout.group_size  # one env per rollout of a step
         self.envs = [VideoToolEnv(self.samples, env_config(cfg)) for _ in range(n_envs)] if self.samples else []
         self.step, self.epoch, self.cursor = 0, 0, 0
@@ -140,6 +139,9 @@ class Trainer:
         replayed whole on ``--resume``, and the run continues as if never interrupted."""
         self._committed = {"step": self.step, "epoch": self.epoch, "cursor": self.cursor, "order": list(self.order),
                            "rng": rng_states()}  # fmt: skip
+
+    def _new_optimizer(self) -> torch.optim.AdamW:
+        return adamw(self.policy.model.parameters(), lr=self.cfg.optim.lr, weight_decay=self.cfg.optim.weight_decay)
 
     def _check_same_config(self, allow: bool) -> None:
         """``--resume`` continues the run it finds; other settings are refused unless asked for (``steps``
@@ -189,6 +191,9 @@ class Trainer:
         summary = run_cold_start(self.policy, self.samples, cfg, self.out, perception_samples=resolve_perception_data(cfg),
                                  progress=self.progress, resume=self.resume_requested)  # fmt: skip
         target = self.out / "coldstart" / "model"
+        # The cold start trained the weights with its own optimiser: RL's starts from them (a bf16 model's fp32
+        # masters are copied from the weights as they are now, not as they were before the cold start).
+        self.optimizer = self._new_optimizer()
         with commit_section():
             torch.save(rng_states(), rng_file)
             self._save_model(target, self.base_path)

@@ -61,8 +61,9 @@ RELEASE_ADVANTAGES = ("grpo.kl_in_reward=true", "grpo.batch_norm_weighting=token
                       "grpo.adv_eps=1e-5", "grpo.reward_clip=20")  # fmt: skip
 
 
-@pytest.mark.parametrize(("algorithm", "extra"), [("para_grpo", ()), ("grpo", ()), ("para_grpo", RELEASE_ADVANTAGES)],
-                         ids=["para_grpo", "grpo", "para_grpo-release-advantages"])  # fmt: skip
+@pytest.mark.parametrize(("algorithm", "extra"), [("para_grpo", ()), ("grpo", ()), ("para_grpo", RELEASE_ADVANTAGES),
+                                                  ("para_grpo", ("model.dtype=bf16",))],
+                         ids=["para_grpo", "grpo", "para_grpo-release-advantages", "para_grpo-bf16"])  # fmt: skip
 def test_grpo_updates_raise_the_reward_and_a_negated_reward_lowers_it(tmp_path, synth_small, tiny_qwen3, algorithm, extra):
     before, after, rewards = _train(tmp_path, synth_small, tiny_qwen3, +1.0, algorithm, extra)
     assert 0.2 < before < 0.8, before  # a fair start: both arms get sampled
