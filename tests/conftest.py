@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,30 @@ SHARED = REPO.parent / "shared"
 # Test helpers shared by several test modules (tests/scripted_openai.py) import by name under importlib mode.
 if str(Path(__file__).parent) not in sys.path:
     sys.path.append(str(Path(__file__).parent))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _model_device():
+    """``PARAVT_TEST_DEVICE=cuda``: every model the suite loads in-process through ``HFPolicy.from_pretrained`` (the
+    policy tests, the trainer, the cold start, the learners' updates) lands on that device instead of the CPU,
+    so the model-dependent tests run on a GPU. Unset (CI, the default): nothing changes. Models loaded in a
+    subprocess (the CLI's kill-and-resume tests) stay on the CPU."""
+    target = os.environ.get("PARAVT_TEST_DEVICE")
+    if not target or target == "cpu":
+        yield
+        return
+    from learners.policies.hf import HFPolicy
+
+    original = HFPolicy.__dict__["from_pretrained"]
+
+    def from_pretrained(cls, path, *, device: str = "cpu", **kwargs):  # noqa: ANN001, ANN202
+        return original.__func__(cls, path, device=target if device == "cpu" else device, **kwargs)
+
+    HFPolicy.from_pretrained = classmethod(from_pretrained)
+    try:
+        yield
+    finally:
+        HFPolicy.from_pretrained = original
 
 
 @pytest.fixture
