@@ -30,7 +30,8 @@ from paravt_env.video import open_video, sample_overview, sample_window
 
 from .grpo import masked_mean
 from .policies.base import Message
-from .policies.hf import Encoded, HFPolicy
+from .policies.encoded import Encoded
+from .policies.hf import HFPolicy
 from .sft import progress_iter, train_cross_entropy
 from .teacher import describe, visible_events
 

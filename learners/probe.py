@@ -38,7 +38,8 @@ from paravt_env.rewards import answer_accuracy, extract_answer
 
 from .policies.agent import observation_message
 from .policies.base import Message
-from .policies.hf import Encoded, HFPolicy
+from .policies.encoded import Encoded
+from .policies.hf import HFPolicy
 
 CONDITIONS = ("oracle", "grey", "other")
 

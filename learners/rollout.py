@@ -20,7 +20,8 @@ from paravt_env.records import episode_record, prompt_sha, turn_entry
 
 from .policies.agent import PolicySubAgent, listed_messages, observation_message
 from .policies.base import Message
-from .policies.hf import Encoded, HFPolicy
+from .policies.encoded import Encoded
+from .policies.hf import HFPolicy
 
 
 @dataclass

@@ -44,7 +44,8 @@ from .metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
 from .optim import adamw
 from .para_grpo import token_anchored_advantages
 from .policies.card import CARD_NAME, write_card
-from .policies.hf import HFPolicy, length_buckets
+from .policies.encoded import length_buckets
+from .policies.hf import HFPolicy
 from .rollout import Trajectory, run_batch
 from .run_setup import (  # noqa: F401  (write_heldout, synth_dir: still importable from here)
     env_config,
@@ -115,7 +116,9 @@ class Trainer:
             batch_tokens=cfg.rollout.batch_tokens,
         )  # fmt: skip
         if cfg.model.gradient_checkpointing:
-            self.policy.model.gradient_checkpointing_enable()
+            # transformers 5.23 names it gradient_checkpointing_enable (deprecated there for the new name)
+            enable = getattr(self.policy.model, "activation_checkpointing_enable", None) or self.policy.model.gradient_checkpointing_enable
+            enable()
         self.optimizer = self._new_optimizer()
         n_envs = cfg.rollout.prompts_per_step * cfg.rollout.group_size  # one env per rollout of a step
         self.envs = [VideoToolEnv(self.samples, env_config(cfg)) for _ in range(n_envs)] if self.samples else []

@@ -155,7 +155,7 @@ def test_a_step_of_several_prompts_is_one_batch_and_the_update_pass_matches_the_
 
 
 def test_length_buckets_put_similar_lengths_together_under_the_row_and_token_caps():
-    from learners.policies.hf import length_buckets
+    from learners.policies.encoded import length_buckets
 
     lengths = [100, 900, 120, 880, 400, 3000]
     assert length_buckets(lengths) == [[5, 1, 3, 4, 2, 0]]  # no cap: one batch, longest first
