@@ -1,8 +1,9 @@
 """The OpenRLHF backend: PARA-GRPO on Ray + vLLM + DeepSpeed, with this project's env, rewards, gating and
 sub-agent dispatch plugged in through a custom agent executor (``agent_func.py``).
 
-``run_local_episode`` runs that executor once on CPU, against ``LocalEngine`` (the ``llm_engine.generate``
-contract served by a transformers model): how the tests exercise the integration without GPUs.
+``run_local_episode`` runs that executor once against ``LocalEngine`` (the ``llm_engine.generate`` contract
+served by a transformers model): how the tests exercise the integration without vLLM or GPUs, and
+``alignment.check_alignment`` checks what it returns against one teacher-forced forward pass.
 """
 
 from __future__ import annotations
@@ -19,10 +20,13 @@ def run_local_episode(
     max_new_tokens: int = 128,
     max_length: int = 16384,
     engine: Any = None,
+    device: str = "cpu",
+    dtype: str | None = None,
     **options: Any,
 ) -> dict[str, Any]:
-    """Play one episode through ``AgentExecutor`` with the checkpoint in ``model_dir``; ``options`` are
-    ``EnvConfig`` fields (plus ``epoch``). Returns the executor's result dict."""
+    """Play one episode through ``AgentExecutor`` with the checkpoint in ``model_dir`` (loaded on ``device`` in
+    ``dtype``); ``options`` are ``EnvConfig`` fields (plus ``epoch``). ``engine``: an engine, or a callable that
+    makes one from the policy (default ``LocalEngine``). Returns the executor's result dict."""
     import asyncio
     import json
 
@@ -32,7 +36,8 @@ def run_local_episode(
     from .agent_func import AgentExecutor
     from .local_engine import LocalEngine, ProcessorAdapter, SamplingParams
 
-    policy = HFPolicy.from_pretrained(model_dir, temperature=temperature, max_new_tokens=max_new_tokens)
+    policy = HFPolicy.from_pretrained(model_dir, device=device, dtype=dtype, temperature=temperature,
+                                      max_new_tokens=max_new_tokens)  # fmt: skip
     processor = ProcessorAdapter(policy.tokenizer, policy.image_processor, policy.pixel_kwargs)
     if isinstance(sample, VideoQASample):
         sample = sample.to_dict()

@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT
+
 from ..policies.hf import HFPolicy
 from ..policies.vision_inputs import expand_image_tokens, process_images
 
@@ -66,6 +68,33 @@ class LocalEngine:
         if getattr(params, "logprobs", None) is not None:
             logprobs = [{t: Logprob(lp)} for t, lp in zip(gen.token_ids, gen.logprobs, strict=True)]
         return RequestOutput([CompletionOutput(list(gen.token_ids), text, gen.finish_reason, logprobs)])
+
+
+class ScriptedEngine(LocalEngine):
+    """The main agent's turns from a script (``turns``, the last one repeated), each scored by a real forward
+    pass of the policy at the request's temperature, so its log-probs are the model's; sub-agent requests (their
+    prompts carry the sub-agent's or the release's sub-agent instructions) get the model's own generation.
+    For checking the executor's token / action-range / log-prob bookkeeping on an episode with parallel calls,
+    whatever the model would have written (a random-weight model at real size writes no valid call)."""
+
+    SUBAGENT_MARKERS = (SUBAGENT_SYSTEM_PROMPT[:40], "You are analyzing a video segment")
+
+    def __init__(self, policy: HFPolicy, turns: list[str]) -> None:
+        super().__init__(policy)
+        self.turns, self.turn = list(turns), 0
+
+    def _generate(self, ids: list[int], params: Any, mm: dict | None) -> RequestOutput:
+        head = self.policy.tokenizer.decode(ids)
+        if any(marker in head for marker in self.SUBAGENT_MARKERS):
+            return super()._generate(ids, params, mm)
+        text = self.turns[min(self.turn, len(self.turns) - 1)]
+        self.turn += 1
+        out_ids = self.policy.tokenizer.encode(text, add_special_tokens=False) + [self.policy.end_of_turn_id]
+        encoded = self.policy.encode_ids(ids + out_ids, (mm or {}).get("image", []))
+        with torch.no_grad():
+            lp = self.policy.sequence_logprobs(encoded, temperature=params.temperature)[len(ids) - 1 :]
+        logprobs = [{t: Logprob(float(x))} for t, x in zip(out_ids, lp, strict=True)]
+        return RequestOutput([CompletionOutput(out_ids, text, "stop", logprobs)])
 
 
 class ProcessorAdapter:

@@ -9,7 +9,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("openrlhf.utils.agent")
 
 from learners.openrlhf import run_local_episode  # noqa: E402
-from learners.openrlhf.local_engine import CompletionOutput, LocalEngine, Logprob, RequestOutput  # noqa: E402
+from learners.openrlhf.alignment import check_alignment  # noqa: E402
+from learners.openrlhf.local_engine import ScriptedEngine as LibraryScriptedEngine  # noqa: E402
+from learners.policies.hf import HFPolicy  # noqa: E402
 from paravt_env import gated_frame_budget  # noqa: E402
 
 TURNS = [
@@ -19,25 +21,9 @@ TURNS = [
 ]
 
 
-class ScriptedEngine(LocalEngine):
-    """Main-agent turns from a script (sub-agent prompts get the model's own generation); every scripted
-    token is scored by a real forward pass, so the log-probs are the model's."""
-
-    def __init__(self, policy):
-        super().__init__(policy)
-        self.turn = 0
-
-    def _generate(self, ids, params, mm):
-        head = self.policy.tokenizer.decode(ids)
-        if "You are a video inspection" in head[:400] or "You are analyzing a video segment" in head:  # sub-agents
-            return super()._generate(ids, params, mm)
-        text = TURNS[min(self.turn, len(TURNS) - 1)]
-        self.turn += 1
-        out_ids = self.policy.tokenizer.encode(text, add_special_tokens=False) + [self.policy.end_of_turn_id]
-        enc = self.policy.encode_ids(ids + out_ids, (mm or {}).get("image", []))
-        with torch.no_grad():
-            lp = self.policy.sequence_logprobs(enc, temperature=params.temperature)[len(ids) - 1 :]
-        return RequestOutput([CompletionOutput(out_ids, text, "stop", [{t: Logprob(float(x))} for t, x in zip(out_ids, lp, strict=True)])])
+def ScriptedEngine(policy):  # noqa: N802 - an engine factory, as run_local_episode takes one
+    """The script's main-agent turns, scored by the model (``learners.openrlhf.local_engine.ScriptedEngine``)."""
+    return LibraryScriptedEngine(policy, TURNS)
 
 
 @pytest.mark.parametrize("mode", ["frames", "subagent"])
@@ -79,17 +65,9 @@ def test_executor_uses_the_shared_gating(tiny_qwen3, synth_small):
     assert len(r["observation_tokens"]) == len(r["rollout_log_probs"])
 
 
-class PrefixedEngine(ScriptedEngine):
+def PrefixedEngine(policy):  # noqa: N802
     """The same episode as a policy writes it after a forced ``<think>\\n`` (the prefix is not generated)."""
-
-    def _generate(self, ids, params, mm):
-        global TURNS
-        saved = TURNS
-        TURNS = [t.removeprefix("<think>") for t in saved]
-        try:
-            return super()._generate(ids, params, mm)
-        finally:
-            TURNS = saved
+    return LibraryScriptedEngine(policy, [t.removeprefix("<think>") for t in TURNS])
 
 
 def test_think_prefix_is_prompt_and_the_reward_scores_only_generated_text(tiny_qwen3, synth_small):
@@ -135,3 +113,32 @@ def test_release_protocol_renders_each_listed_message_and_the_released_subagent(
     # one user turn per crop, each holding only its summary
     assert between.count("<|im_start|>user\n<tool_response>\n") == 2 and "crop_video call #" not in between
     assert r["extra_logs"]["kappa"] == 2.0
+
+
+@pytest.mark.parametrize(("engine", "mode"), [(ScriptedEngine, "frames"), (ScriptedEngine, "subagent"), (None, "frames")],
+                         ids=["scripted-frames", "scripted-subagent", "sampled"])  # fmt: skip
+def test_one_forward_pass_over_the_episode_gives_the_engines_log_probs(tiny_qwen3, synth_small, engine, mode):
+    """What OpenRLHF trains on lines up with what was generated: the teacher-forced log-prob of every action token
+    equals the engine's, so the first PPO ratio is 1 (fp32: to 1e-4)."""
+    _, samples = synth_small
+    r = run_local_episode(tiny_qwen3, samples[0], engine=engine, frame_budget=4, max_turns=3, tool_result=mode,
+                          max_new_tokens=24, temperature=0.8)  # fmt: skip
+    policy = HFPolicy.from_pretrained(tiny_qwen3, temperature=0.8)
+    report = check_alignment(policy, r)
+    assert report["problems"] == [] and report["action_tokens"] > 0
+    assert report["max_abs_diff"] < 1e-4, report
+
+
+def test_alignment_names_what_is_off(tiny_qwen3, synth_small):
+    _, samples = synth_small
+    r = run_local_episode(tiny_qwen3, samples[0], engine=ScriptedEngine, frame_budget=4, max_turns=3, temperature=0.8)
+    policy = HFPolicy.from_pretrained(tiny_qwen3, temperature=0.8)
+    shifted = {**r, "rollout_log_probs": [0.0, *r["rollout_log_probs"][:-1]]}  # log-probs one token late
+    assert check_alignment(policy, shifted)["max_abs_diff"] > 0.1
+    (a, b), *rest = r["action_ranges"]
+    late = {**r, "action_ranges": [(a + 1, b + 1), *rest]}  # the range one token late
+    assert check_alignment(policy, late)["max_abs_diff"] > 0.1 or check_alignment(policy, late)["problems"]
+    mm = dict(r["mm_train_inputs"])
+    mm["image_grid_thw"] = mm["image_grid_thw"][1:]  # an image lost
+    assert "image pads in the tokens" in check_alignment(policy, {**r, "mm_train_inputs": mm})["problems"][0]
+    assert "not ordered" in check_alignment(policy, {**r, "action_ranges": [(b, a)]})["problems"][0]
