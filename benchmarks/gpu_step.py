@@ -12,7 +12,8 @@ training tokens/s in the update (tokens of the sequences forwarded and backwarde
 reference / update (``learners.step_clock``, synchronised on CUDA), peak memory, and MFU = 3 x forward FLOPs of the
 trained sequences (``learners.model_flops``) / (update seconds x the GPU's dense bf16 peak; ``--peak-tflops`` for
 a GPU not in the table, none on CPU). The summary averages the steps after the first (the first pays for
-allocator growth and kernel selection) when there are several.
+allocator growth and kernel selection) when there are several. A step that runs out of GPU memory ends the run
+with exit 1, its step and the peak allocation recorded (``out_of_memory``): what does not fit is a figure too.
 """
 
 from __future__ import annotations
@@ -64,9 +65,15 @@ def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = 
         cold_start_s = time.perf_counter() - t0
         if cfg.grpo.kl_coef > 0:
             trainer._reference()  # the frozen copy is made before the first step, as train() makes it
-        rows = []
+        rows, failure = [], None
         for _ in range(steps):
-            row = trainer.rl_step()
+            try:
+                row = trainer.rl_step()
+            except torch.OutOfMemoryError as exc:  # what does not fit is a finding: its peak is reported
+                failure = {"step": trainer.step + 1, "error": str(exc).splitlines()[0],
+                           "peak_memory_mb": torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None}  # fmt: skip
+                print(f"step {failure['step']}: out of memory ({failure['error']})", flush=True)
+                break
             flops = 3 * trainer.last_forward_flops
             row["model_tflops"] = flops / 1e12
             row["mfu"] = flops / (row["update_s"] * peak) if peak and row["update_s"] > 0 else None
@@ -75,7 +82,8 @@ def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = 
             _print_row(rows[-1])
             release_free_memory(collect=True)
         measured = rows[1:] if len(rows) > 1 else rows
-        summary = {k: statistics.fmean(r[k] for r in measured) for k in FIGURES if all(r.get(k) is not None for r in measured)}
+        summary = {k: statistics.fmean(r[k] for r in measured) for k in FIGURES
+                   if measured and all(r.get(k) is not None for r in measured)}  # fmt: skip
         params = sum(p.numel() for p in trainer.policy.model.parameters())
         return {
             "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
@@ -83,7 +91,7 @@ def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = 
             "model": {"size": cfg.model.size, "path": cfg.model.path, "dtype": cfg.model.dtype,
                       "gradient_checkpointing": cfg.model.gradient_checkpointing},
             "peak_flops": peak, "cold_start_s": cold_start_s, "steps": rows, "summary": summary,
-            "summary_over": [r["step"] for r in measured],
+            "summary_over": [r["step"] for r in measured], "out_of_memory": failure,
         }  # fmt: skip
     finally:
         trainer.close()
@@ -125,6 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     result = run(cfg, out, steps, args.peak_tflops, progress=not args.no_progress)
     result["recipe"], result["overrides"] = args.recipe, args.overrides
     (out / "gpu_step.json").write_text(json.dumps(result, indent=2) + "\n")
+    if result["out_of_memory"]:
+        oom = result["out_of_memory"]
+        peak = "" if oom["peak_memory_mb"] is None else f", peak {oom['peak_memory_mb'] / 1024:.1f} GiB"
+        print(f"\n{result['device']}, {result['parameters'] / 1e6:,.1f} M parameters: out of memory in step {oom['step']}{peak}"
+              f" -> {out / 'gpu_step.json'}")  # fmt: skip
+        return 1
     s = result["summary"]
     mfu = f"{100 * s['mfu']:.1f} %" if "mfu" in s else "- (no peak known for this device)"
     print(f"\n{result['device']}, {result['parameters'] / 1e6:,.1f} M parameters, cold start {result['cold_start_s']:.0f} s; "

@@ -40,3 +40,23 @@ def test_a_cuda_recipe_without_a_gpu_is_a_usage_error(tmp_path, capsys):
     assert exc.value.code == 2
     assert "torch sees no GPU here; pass model.device=cpu" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_out_of_memory_is_reported_with_its_step(tmp_path, monkeypatch, capsys):
+    from learners.trainer import Trainer
+
+    monkeypatch.setenv("PARAVT_CACHE", str(tmp_path / "cache"))
+    real = Trainer.rl_step
+
+    def second_step_does_not_fit(self):
+        if self.step == 1:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 70.00 GiB")
+        return real(self)
+
+    monkeypatch.setattr(Trainer, "rl_step", second_step_does_not_fit)
+    out = tmp_path / "run"
+    assert main(["--out", str(out), "--steps", "3", "--no-progress", *TINY]) == 1
+    result = json.loads((out / "gpu_step.json").read_text())
+    assert [r["step"] for r in result["steps"]] == [1]
+    assert result["out_of_memory"]["step"] == 2 and "Tried to allocate 70.00 GiB" in result["out_of_memory"]["error"]
+    assert "out of memory in step 2" in capsys.readouterr().out
