@@ -7,13 +7,14 @@ step's processed logits in fp32 as well: 2,048 steps x 56 rollouts x 151,936 ids
 GPU cannot hold, so the policy computes log-probs here instead:
 
 * ``target_logprobs``: log-softmax at the targets, in fp32, a chunk of positions at a time, forward and
-  backward (the softmax is recomputed in the backward pass, which writes the logits' gradient chunk by chunk):
-  at most one chunk's fp32 copy is alive at any moment, besides the gradient itself;
+  backward (each chunk's graph is rebuilt in the backward pass, which writes the logits' gradient chunk by
+  chunk): at most one chunk's fp32 copies are alive at any moment, besides the gradient itself;
 * ``SampledLogprobs``: a logits processor that applies the sampling warpers itself (temperature, top-p: the
   library's own) and keeps, per row, only the log-probability of the token that was sampled from them.
 
-On the tiny model (a 2k vocabulary) a whole micro-batch fits one chunk and the numbers are those of the plain
-computation (``tests/learners/policies/test_logprobs.py`` compares both, values and gradients).
+Values, gradients and sampled tokens are bit for bit those of the plain computations, whatever the chunking
+(``tests/learners/policies/test_logprobs.py`` compares both ways): runs give the numbers they gave before.
+``python -m benchmarks.logprob_memory`` measures the memory and time of both.
 """
 
 from __future__ import annotations
@@ -36,18 +37,22 @@ def _scaled(logits: torch.Tensor, banned: torch.Tensor | None, temperature: floa
     return scaled
 
 
+def _chunk_logprobs(logits: torch.Tensor, targets: torch.Tensor, banned: torch.Tensor | None, temperature: float) -> torch.Tensor:
+    return torch.log_softmax(_scaled(logits, banned, temperature), dim=-1).gather(-1, targets[:, None]).squeeze(-1)
+
+
 class _ChunkedTargetLogprobs(torch.autograd.Function):
-    """log-softmax at the targets, a chunk of rows at a time, with a backward pass that writes the gradient
-    chunk by chunk into one tensor of the logits' dtype: d lp_i / d z_ij = (onehot(t_i)_j - p_ij) / T. Autograd
-    over sliced chunks would instead materialise a zero-filled logits-sized gradient per chunk."""
+    """log-softmax at the targets, a chunk of rows at a time, forward and backward. The backward pass recomputes
+    each chunk's graph and writes its gradient into one tensor of the logits' dtype (autograd over sliced
+    chunks would instead materialise a zero-filled logits-sized gradient per chunk); the per-row arithmetic is
+    autograd's own, so values and gradients are bit for bit those of one log-softmax over every position."""
 
     @staticmethod
     def forward(ctx, logits, targets, banned, temperature, rows):  # noqa: ANN001, ANN205
         out = torch.empty(logits.shape[0], dtype=torch.float32, device=logits.device)
         for start in range(0, logits.shape[0], rows):
             stop = start + rows
-            scaled = _scaled(logits[start:stop], banned, temperature)
-            out[start:stop] = torch.log_softmax(scaled, dim=-1).gather(-1, targets[start:stop, None]).squeeze(-1)
+            out[start:stop] = _chunk_logprobs(logits[start:stop], targets[start:stop], banned, temperature)
         ctx.save_for_backward(logits, targets)
         ctx.banned, ctx.temperature, ctx.rows = banned, temperature, rows
         return out
@@ -56,13 +61,12 @@ class _ChunkedTargetLogprobs(torch.autograd.Function):
     def backward(ctx, grad_out):  # noqa: ANN001, ANN205
         logits, targets = ctx.saved_tensors
         grad = torch.empty_like(logits)
-        scale = 1.0 / ctx.temperature if ctx.temperature > 0 else 1.0
         for start in range(0, logits.shape[0], ctx.rows):
             stop = start + ctx.rows
-            g = grad_out[start:stop].float() * scale
-            d = torch.softmax(_scaled(logits[start:stop], ctx.banned, ctx.temperature), dim=-1).mul_(-g[:, None])
-            d.scatter_add_(1, targets[start:stop, None], g[:, None])
-            grad[start:stop] = d
+            with torch.enable_grad():
+                piece = logits[start:stop].detach().requires_grad_(True)
+                lp = _chunk_logprobs(piece, targets[start:stop], ctx.banned, ctx.temperature)
+                (grad[start:stop],) = torch.autograd.grad(lp, piece, grad_out[start:stop])
         return grad, None, None, None, None
 
 
