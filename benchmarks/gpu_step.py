@@ -13,7 +13,8 @@ reference / update (``learners.step_clock``, synchronised on CUDA), peak memory,
 trained sequences (``learners.model_flops``) / (update seconds x the GPU's dense bf16 peak; ``--peak-tflops`` for
 a GPU not in the table, none on CPU). The summary averages the steps after the first (the first pays for
 allocator growth and kernel selection) when there are several. A step that runs out of GPU memory ends the run
-with exit 1, its step and the peak allocation recorded (``out_of_memory``): what does not fit is a figure too.
+with exit 1, its step (0: the cold start) and the peak allocation recorded (``out_of_memory``): what does not fit
+is a figure too.
 """
 
 from __future__ import annotations
@@ -60,19 +61,27 @@ def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = 
     try:
         device = trainer.policy.device
         peak = peak_tflops * 1e12 if peak_tflops else peak_flops(device)
-        t0 = time.perf_counter()
-        trainer.cold_start()
-        cold_start_s = time.perf_counter() - t0
-        if cfg.grpo.kl_coef > 0:
-            trainer._reference()  # the frozen copy is made before the first step, as train() makes it
+
+        def out_of_memory(step: int, exc: BaseException) -> dict[str, Any]:
+            failure = {"step": step, "error": str(exc).splitlines()[0],
+                       "peak_memory_mb": torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None}  # fmt: skip
+            print(f"step {step}: out of memory ({failure['error']})", flush=True)
+            return failure
+
         rows, failure = [], None
-        for _ in range(steps):
+        t0 = time.perf_counter()
+        try:  # step 0: the cold start (and the frozen reference, made before the first step as train() makes it)
+            trainer.cold_start()
+            if cfg.grpo.kl_coef > 0:
+                trainer._reference()
+        except torch.OutOfMemoryError as exc:  # what does not fit is a finding: its peak is reported
+            failure = out_of_memory(0, exc)
+        cold_start_s = time.perf_counter() - t0
+        for _ in range(0 if failure else steps):
             try:
                 row = trainer.rl_step()
-            except torch.OutOfMemoryError as exc:  # what does not fit is a finding: its peak is reported
-                failure = {"step": trainer.step + 1, "error": str(exc).splitlines()[0],
-                           "peak_memory_mb": torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None}  # fmt: skip
-                print(f"step {failure['step']}: out of memory ({failure['error']})", flush=True)
+            except torch.OutOfMemoryError as exc:
+                failure = out_of_memory(trainer.step + 1, exc)
                 break
             flops = 3 * trainer.last_forward_flops
             row["model_tflops"] = flops / 1e12

@@ -60,3 +60,18 @@ def test_out_of_memory_is_reported_with_its_step(tmp_path, monkeypatch, capsys):
     assert [r["step"] for r in result["steps"]] == [1]
     assert result["out_of_memory"]["step"] == 2 and "Tried to allocate 70.00 GiB" in result["out_of_memory"]["error"]
     assert "out of memory in step 2" in capsys.readouterr().out
+
+
+def test_a_cold_start_that_does_not_fit_is_step_0(tmp_path, monkeypatch):
+    from learners.trainer import Trainer
+
+    monkeypatch.setenv("PARAVT_CACHE", str(tmp_path / "cache"))
+
+    def does_not_fit(self):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 35.00 GiB")
+
+    monkeypatch.setattr(Trainer, "cold_start", does_not_fit)
+    out = tmp_path / "run"
+    assert main(["--out", str(out), "--steps", "2", "--no-progress", *TINY]) == 1
+    result = json.loads((out / "gpu_step.json").read_text())
+    assert result["steps"] == [] and result["out_of_memory"]["step"] == 0
