@@ -114,6 +114,24 @@ def _print_row(r: dict[str, Any]) -> None:
           f"{r['tool_calls_per_rollout']:.2f} crops/rollout", flush=True)  # fmt: skip
 
 
+def load_runnable_recipe(parser: argparse.ArgumentParser, recipe: str, overrides: list[str]):  # noqa: ANN201
+    """The recipe with its overrides, or a usage error naming what is wrong: a bad key or value, or a CUDA device
+    on a machine whose torch sees no GPU (the GPU benchmarks' shared front door)."""
+    from learners.config import load_recipe
+
+    try:
+        cfg = load_recipe(recipe, overrides)
+    except (ValueError, FileNotFoundError) as exc:
+        parser.error(str(exc))
+    if cfg.model.device.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            parser.error(f"recipe {recipe} runs on {cfg.model.device} but torch sees no GPU here; "
+                         "pass model.device=cpu (with model.size=tiny) to run it on the CPU")  # fmt: skip
+    return cfg
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="run directory (its cold start and gpu_step.json)")
@@ -123,21 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("overrides", nargs="*", metavar="key=value")
     args = p.parse_args(argv)
-    from learners.config import load_recipe
-
-    try:
-        cfg = load_recipe(args.recipe, args.overrides)
-    except (ValueError, FileNotFoundError) as exc:
-        p.error(str(exc))
+    cfg = load_runnable_recipe(p, args.recipe, args.overrides)
     steps = cfg.steps if args.steps is None else args.steps
     if steps < 1:
         p.error(f"--steps must be at least 1, got {steps}")
-    if cfg.model.device.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            p.error(f"recipe {args.recipe} runs on {cfg.model.device} but torch sees no GPU here; "
-                    "pass model.device=cpu (with model.size=tiny) to run it on the CPU")  # fmt: skip
     out = Path(args.out)
     result = run(cfg, out, steps, args.peak_tflops, progress=not args.no_progress)
     result["recipe"], result["overrides"] = args.recipe, args.overrides

@@ -37,16 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="also write the report as JSON here")
     p.add_argument("overrides", nargs="*", metavar="key=value")
     args = p.parse_args(argv)
-    from learners.config import load_recipe
+    from benchmarks.gpu_step import load_runnable_recipe
 
-    try:
-        cfg = load_recipe(args.recipe, args.overrides)
-    except (ValueError, FileNotFoundError) as exc:
-        p.error(str(exc))
-    import torch
-
-    if cfg.model.device.startswith("cuda") and not torch.cuda.is_available():
-        p.error(f"recipe {args.recipe} runs on {cfg.model.device} but torch sees no GPU here; pass model.device=cpu")
+    cfg = load_runnable_recipe(p, args.recipe, args.overrides)
     from learners.openrlhf import run_local_episode
     from learners.openrlhf.alignment import check_alignment
     from learners.openrlhf.local_engine import ScriptedEngine

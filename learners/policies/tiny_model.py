@@ -162,13 +162,18 @@ def build_tokenizer(vocab_size: int = 2048):
     return tokenizer
 
 
-def _config(arch: str, tokenizer):
-    from transformers import Qwen2_5_VLConfig, Qwen3VLConfig
-
-    ids = {name: tokenizer.convert_tokens_to_ids(tok) for name, tok in (
+def _vision_token_ids(tokenizer) -> dict[str, int]:  # noqa: ANN001
+    """The config's image / video / vision-span token ids: those of the tokenizer as a user will load it."""
+    return {name: tokenizer.convert_tokens_to_ids(tok) for name, tok in (
         ("image_token_id", "<|image_pad|>"), ("video_token_id", "<|video_pad|>"),
         ("vision_start_token_id", "<|vision_start|>"), ("vision_end_token_id", "<|vision_end|>"),
     )}  # fmt: skip
+
+
+def _config(arch: str, tokenizer):
+    from transformers import Qwen2_5_VLConfig, Qwen3VLConfig
+
+    ids = _vision_token_ids(tokenizer)
     # len(tokenizer) counts the added tokens. Released checkpoints pad the embedding beyond it; a random model
     # would sample such undecodable ids, so the tiny one does not.
     text = dict(
@@ -223,10 +228,7 @@ def published_config(size: str, tokenizer):
     if size not in PUBLISHED:
         raise ValueError(f"unknown published size {size!r}; known: {', '.join(PUBLISHED)}")
     spec = PUBLISHED[size]
-    ids = {name: tokenizer.convert_tokens_to_ids(tok) for name, tok in (
-        ("image_token_id", "<|image_pad|>"), ("video_token_id", "<|video_pad|>"),
-        ("vision_start_token_id", "<|vision_start|>"), ("vision_end_token_id", "<|vision_end|>"),
-    )}  # fmt: skip
+    ids = _vision_token_ids(tokenizer)
     text = dict(spec["text"], vocab_size=PUBLISHED_VOCAB, head_dim=128, max_position_embeddings=262144,
                 rms_norm_eps=1e-6, hidden_act="silu", pad_token_id=tokenizer.pad_token_id,
                 rope_parameters={"rope_type": "default", "rope_theta": 5_000_000.0, "mrope_section": [24, 20, 20],
