@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import paravt_env.env as env_module
-from benchmarks.env_fuzz import MODES, check_step, fuzz_env, run_fuzz
+from benchmarks.fuzz.env_fuzz import MODES, check_step, fuzz_env, run_fuzz
 from paravt_env import EnvConfig, VideoToolEnv
 from paravt_env.protocol import count_placeholders
 from paravt_env.video import open_video, sample_window

@@ -59,7 +59,7 @@ def dataset(tmp_path_factory):
 def test_same_seed_same_bytes_across_processes(dataset, tmp_path):
     out, samples = dataset
     # Another process, through the CLI: x264 once coded the first GOP differently from run to run.
-    cmd = [sys.executable, "-m", "scripts.cli", "synth", "--out", str(tmp_path), "--n", "4", "--seed", "3",
+    cmd = [sys.executable, "-m", "paravt", "synth", "--out", str(tmp_path), "--n", "4", "--seed", "3",
            "--min-duration", "24", "--max-duration", "40", "--no-progress"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
@@ -258,7 +258,7 @@ def test_index_video_round_trip(tmp_path):
 
 # --- CLI ----------------------------------------------------------------------------------------------------
 def test_cli_synth(tmp_path, capsys):
-    from scripts.cli import main
+    from paravt.cli import main
 
     argv = ["synth", "--out", str(tmp_path / "a"), "--n", "2", "--seed", "1", "--min-duration", "24",
             "--max-duration", "30", "--fps", "3", "--size", "112", "--no-progress"]  # fmt: skip

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from baselines.agents import make_baseline
-from baselines.runner import play_episode
+from paravt.baselines.agents import make_baseline
 from paravt_env import REMOTE_ENV_ID, VideoToolEnv
+from paravt_env.play import play_episode
 from paravt_env.remote import RemoteEnvError, RemoteVideoToolEnv
 
 CROPS = ('<think>look</think><tool_call>{"name": "crop_video", "arguments": {"start_time": 2, "end_time": 12}}'
@@ -48,7 +48,7 @@ def test_same_episode_as_in_process(env_server, env_samples, encoding, options):
 
 
 def test_our_scripted_rollouts_run_unchanged(env_server, env_samples):
-    """baselines.runner.play_episode (what paravt eval runs) through the remote env: the same results."""
+    """paravt_env.play.play_episode (what paravt eval runs) through the remote env: the same results."""
     for agent in (make_baseline("detector"), make_baseline("uniform"), make_baseline("oracle")):
         local = VideoToolEnv(env_samples, frame_budget=16)
         remote = gymnasium.make(REMOTE_ENV_ID, url=env_server.url, frame_budget=16)

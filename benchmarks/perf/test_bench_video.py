@@ -1,0 +1,114 @@
+"""Frame sampling speed: our two backends against the reference ParaVT path (qwen-vl-utils' fetch_video,
+decord), side by side on one 5-minute 640x360 h264 video; and the release protocol's overview (the same frames
+and sizes as the reference request) against that request.
+
+    python -m pytest benchmarks/perf/test_bench_video.py --benchmark-only --benchmark-json=runs/bench_video.json
+    python -m benchmarks.perf.report runs/bench_video.json
+
+The reference is importable only with the torchvision stand-in in ../shared/bench/tvshim (its README says
+why); without it the reference rows are skipped and only our backends are timed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.perf.media import long_video
+from paravt_env.video import open_video, sample_overview, sample_window
+
+OVERVIEW_K = 64
+CROP = (100.0, 120.0)  # a 20 s window: 16 frames at 1 fps, capped at 16 (ParaVT's crop settings)
+BUDGET = {"min_pixels": 784, "max_pixels": 50176}
+
+
+def _reference_fetch_video():
+    shim = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "tvshim"
+    if shim.is_dir() and str(shim) not in sys.path:
+        sys.path.insert(0, str(shim))
+    os.environ.setdefault("FORCE_QWENVL_VIDEO_READER", "decord")
+    try:
+        from qwen_vl_utils import fetch_video
+    except Exception as exc:  # ImportError, or torchvision failing to load its operators
+        pytest.skip(f"qwen-vl-utils reference not importable here: {exc}")
+    return fetch_video
+
+
+@pytest.fixture(scope="module")
+def video() -> str:
+    return str(long_video())
+
+
+@pytest.mark.benchmark(group="overview-64")
+@pytest.mark.parametrize("backend", ["pyav", "decord"])
+def test_overview(benchmark, video, backend):
+    reader = open_video(video, backend=backend)
+    frames = benchmark(lambda: sample_overview(reader, OVERVIEW_K, cache=False, **BUDGET))
+    assert len(frames) == OVERVIEW_K
+
+
+@pytest.mark.benchmark(group="overview-64")
+def test_overview_reference(benchmark, video):
+    fetch_video = _reference_fetch_video()
+    out = benchmark(lambda: fetch_video({"video": video, "nframes": OVERVIEW_K, **BUDGET}))
+    assert out.shape[0] == OVERVIEW_K
+
+
+@pytest.mark.benchmark(group="crop-20s")
+@pytest.mark.parametrize("backend", ["pyav", "decord"])
+def test_crop(benchmark, video, backend):
+    reader = open_video(video, backend=backend)
+    frames = benchmark(lambda: sample_window(reader, *CROP, fps=1.0, max_frames=16, **BUDGET))
+    assert len(frames) == 16
+
+
+@pytest.mark.benchmark(group="crop-20s")
+def test_crop_reference(benchmark, video):
+    fetch_video = _reference_fetch_video()
+    element = {"video": video, "video_start": CROP[0], "video_end": CROP[1], "fps": 1.0, "max_frames": 16}
+    out = benchmark(lambda: fetch_video({**element, **BUDGET}))
+    assert out.shape[0] == 16
+
+
+@pytest.mark.benchmark(group="release-overview-64")
+@pytest.mark.parametrize("backend", ["pyav", "decord"])
+def test_release_overview(benchmark, video, backend):
+    """protocol="release": the same indices and sizes as fetch_video's default-budget overview, our decode."""
+    from paravt_env.video.qwen_frames import release_overview
+
+    reader = open_video(video, backend=backend)
+    frames = benchmark(lambda: release_overview(reader, OVERVIEW_K))
+    assert len(frames) == OVERVIEW_K
+
+
+@pytest.mark.benchmark(group="release-overview-64")
+def test_release_overview_reference(benchmark, video):
+    """What the released eval driver runs for its overview (``utils.get_frames``: nframes only)."""
+    fetch_video = _reference_fetch_video()
+    out = benchmark(lambda: fetch_video({"video": video, "nframes": OVERVIEW_K}))
+    assert out.shape[0] == OVERVIEW_K
+
+
+@pytest.mark.benchmark(group="open")
+@pytest.mark.parametrize("backend", ["pyav", "decord"])
+def test_open_uncached(benchmark, video, backend):
+    """Indexing cost of a video never seen before (the index cache is cleared each round)."""
+    from paravt_env.video import reader as reader_module
+
+    def run():
+        reader_module._INDEX_CACHE.clear()
+        return open_video(video, backend=backend)
+
+    assert benchmark(run).num_frames > 0
+
+
+@pytest.mark.benchmark(group="overview-64-exact")
+@pytest.mark.parametrize("backend", ["pyav", "decord"])
+def test_overview_exact(benchmark, video, backend):
+    """tolerance=0: exact segment centres, the same frames the reference decodes."""
+    reader = open_video(video, backend=backend)
+    frames = benchmark(lambda: sample_overview(reader, OVERVIEW_K, tolerance=0.0, cache=False, **BUDGET))
+    assert len(frames) == OVERVIEW_K

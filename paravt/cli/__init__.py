@@ -1,0 +1,87 @@
+"""``paravt``: one entry point, one module per subcommand.
+
+Each subcommand module exposes ``add_parser(subparsers)`` (which sets ``func`` on its parser) and is
+imported lazily by name so that ``paravt synth`` never pays for importing torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+# name -> (module, one-line help). Modules are imported only when their subcommand runs or --help is asked.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "synth": ("paravt.cli.synth", "generate synthetic needle-in-a-haystack long videos with questions"),
+    "train": ("paravt.cli.train", "train a policy on the env (SFT cold start + GRPO / PARA-GRPO) from a recipe"),
+    "export": ("paravt.cli.export", "export a dataset for another trainer (openrlhf)"),
+    "eval": ("paravt.cli.eval", "evaluate a policy on a dataset (resumable), or compare runs"),
+    "tiny-model": ("paravt.cli.tiny_model", "build a tiny random-weight Qwen-VL checkpoint locally (tests, CPU default)"),
+    "serve": ("paravt.cli.serve", "serve a local checkpoint over OpenAI-compatible and sglang-style HTTP (CPU dev server)"),
+    "serve-env": ("paravt.cli.serve_env", "serve the env over HTTP: many sessions of reset / step for remote agents and trainers"),
+    "repro": ("paravt.cli.repro", "the paper's training comparison at CPU scale: shared cold start, 6 arms x seeds, report"),
+    "probe": ("paravt.cli.probe", "probe a checkpoint: do its answers follow the pixels (perception)?"),
+    "view": ("paravt.cli.view", "a self-contained HTML page of what the agent did, episode by episode (timelines, frames, texts)"),
+    "bench": ("paravt.cli.bench", "benchmarks: parallel vs sequential tool dispatch"),
+}
+
+
+# Modules of an optional extra -> how to install it. The light install (pip install -e .) has the env only.
+EXTRAS = {"torch": "train", "transformers": "train", "safetensors": "train", "tokenizers": "train", "PIL": "train",
+          "matplotlib": "plot", "pyarrow": "data"}  # fmt: skip
+
+
+def install_hint(exc: BaseException) -> str:
+    """For a missing optional package: which extra provides it and the command that installs it."""
+    name = (getattr(exc, "name", None) or "").split(".")[0]
+    if not isinstance(exc, ModuleNotFoundError) or name not in EXTRAS:
+        return ""
+    extra = EXTRAS[name]
+    first = "pip install torch==2.13.0 (CPU; a plain torch pulls the CUDA build) && " if extra == "train" else ""
+    return f"; this command needs the [{extra}] extra: {first}pip install -e \".[{extra}]\" (or \"paravt-gym[{extra}]\")"
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="paravt", description="ParaVT-Gym: parallel video tool calling.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_text) in SUBCOMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help=help_text)
+            continue
+        importlib.import_module(module).add_parser(sub, name, help_text)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(only=command if command in SUBCOMMANDS else None)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(message)s"
+    )
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (FileNotFoundError, ValueError, OSError, ImportError) as exc:
+        print(f"paravt {args.command}: error: {exc}{install_hint(exc)}", file=sys.stderr)
+        return 1
+    except RuntimeError as exc:  # a corrupt video or a failing server named by the library: still one line
+        from paravt.learners.policies.remote import ServerError
+        from paravt_env.video import VideoDecodeError
+
+        if not isinstance(exc, (VideoDecodeError, ServerError)):
+            raise
+        print(f"paravt {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

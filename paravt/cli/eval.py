@@ -1,0 +1,170 @@
+"""``paravt eval``: run a policy through the env on a dataset (resumable), or compare finished runs.
+
+paravt eval --policy detector --data runs/synth --out runs/eval_detector [--dispatch sequential] ...
+paravt eval compare runs/eval_parallel runs/eval_sequential
+paravt eval diff runs/eval_k64 runs/eval_k32      # what differs between two runs, and on which samples
+paravt eval suite --data-root $HF_HOME --policy openai:http://localhost:8000/v1#ParaVT-8B --protocol release --out runs/t1
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from paravt_env.protocol.prompts import PROMPT_MODES
+
+
+def add_parser(sub, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=help_text,
+                       epilog="subcommands (each with its own --help): compare, diff, suite")  # fmt: skip
+    add_eval_options(p, single=True)
+    actions = p.add_subparsers(dest="action", metavar="{compare,diff,suite}")
+    text = "side-by-side table of finished evaluation runs"
+    c = actions.add_parser("compare", help=text, description=text)
+    c.add_argument("dirs", nargs="+", metavar="DIR", help="evaluation output directories (paravt eval --out)")
+    c.set_defaults(func=run_compare)
+    text = "what differs between two evaluation runs (settings, data, code), and on which samples"
+    d = actions.add_parser("diff", help=text, description=text)
+    d.add_argument("a", metavar="DIR_A")
+    d.add_argument("b", metavar="DIR_B")
+    d.set_defaults(func=run_diff)
+    text = "the paper's seven benchmark columns from --data-root (resumable), with the paper's rows beside"
+    s = actions.add_parser("suite", help=text, description=text)
+    s.add_argument("--data-root", help="the folder laid out as the released driver's $HF_HOME")
+    s.add_argument("--columns", default=None, help="comma-separated subset of the columns (default: all)")
+    s.add_argument(
+        "--grounding-prompt-mode", default=None,
+        choices=PROMPT_MODES,
+        help="prompt mode of Charades-STA (default: agentic_minimal under the release protocol, as the "
+        "release's ParaVT-8B recipe; else the --prompt-mode)",
+    )
+    s.add_argument("--paper-rows", default=None, help="JSON {row: {column: value}} of the paper's rows")
+    s.add_argument(
+        "--grounding-video-channel", choices=("image_url", "video_url"), default=None,
+        help="the channel of Charades-STA (default: --video-channel; the release's recipes use video_url)",
+    )
+    add_eval_options(s, single=False)
+    s.set_defaults(func=run_suite_command)
+    p.set_defaults(func=run)
+
+
+def add_eval_options(p: argparse.ArgumentParser, *, single: bool) -> None:
+    """The options of one evaluation (``single``: ``paravt eval`` itself, with ``--data``) or of the suite."""
+    p.add_argument(
+        "--policy", help="detector | no_tool | uniform | oracle | hf:PATH | openai:URL | sglang:URL"
+    )
+    if single:
+        p.add_argument("--data", help="samples file or directory (anything load_samples reads)")
+        p.add_argument("--video-root", default=None, help="directory the data's video paths are relative to")
+    p.add_argument("--out", help="output directory (rerun with the same --out to resume)")
+    p.add_argument("--dispatch", choices=("parallel", "sequential"), default="parallel")
+    # Env options default to the checkpoint's policy card (hf:DIR trained here), else to the paper's values.
+    p.add_argument("--frame-budget", type=int, default=None, help="overview frames K (default: card, else 64)")
+    p.add_argument("--max-turns", type=int, default=None, help="turns per episode (default: card, else 3)")
+    p.add_argument("--max-parallel", type=int, default=None, help="crops per turn (default: card, else 5)")
+    p.add_argument("--crop-fps", type=float, default=None, help="crop frames per second (default: card, else 1)")
+    p.add_argument("--crop-max-frames", type=int, default=None, help="frames per crop (default: card, else 16)")
+    p.add_argument("--max-pixels", type=int, default=None, help="pixel budget per frame (default: card, else 50176)")
+    p.add_argument(
+        "--prompt-mode", choices=PROMPT_MODES, default=None,
+        help="system prompt (default: card, else agentic; agentic_general is the release's name of agentic)",
+    )
+    p.add_argument(
+        "--protocol", choices=("paravt", "release"), default="paravt",
+        help="release: the released eval driver's messages, frames, turns and scoring, so a released checkpoint "
+        "sees what it was evaluated on (--max-turns then counts rounds of tool calls)",
+    )
+    if single:
+        p.add_argument("--subtitles", action="store_true", help="show each video's .srt subtitles before the question")
+    p.add_argument(
+        "--video-channel", choices=("image_url", "video_url"), default="image_url",
+        help="release protocol: video_url sends the video as a file:// URL for a vLLM server to sample (the "
+        "release's Charades-STA runs); crops stay images",
+    )
+    p.add_argument("--tool-result", choices=("frames", "subagent"), default=None)
+    p.add_argument("--limit", type=int, default=None, help="only the first N samples")
+    p.add_argument("--concurrency", type=int, default=1, help="episodes in flight (default 1)")
+    p.add_argument(
+        "--max-new-tokens", type=int, default=2048, help="model policies: tokens per turn (default 2048)"
+    )
+    p.add_argument("--no-progress", action="store_true")
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from paravt.evaluation.harness import compare
+
+    print(compare(args.dirs), end="")
+    return 0
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    from paravt.evaluation.fingerprints import diff_runs
+
+    print(diff_runs(args.a, args.b), end="")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from paravt.evaluation.harness import OPTION_KEYS, eval_options, evaluate, to_markdown
+    from paravt.evaluation.policies import make_agent_factory, preflight
+
+    missing = [f"--{k}" for k in ("policy", "data", "out") if not getattr(args, k)]
+    if missing:
+        raise ValueError(f"paravt eval needs {', '.join(missing)}")
+    from paravt_env import load_samples
+
+    # Every row asked for counts in n: a missing video is an error row, not a smaller denominator.
+    samples = load_samples(args.data, video_root=args.video_root, strict=False, keep_missing=True)
+    if args.limit is not None:
+        samples = samples[: args.limit]
+    options = eval_options(args.policy, args.dispatch, protocol=args.protocol, subtitles=args.subtitles,
+                           video_channel=args.video_channel, **{k: getattr(args, k) for k in OPTION_KEYS})  # fmt: skip
+    options.env_config()  # a setting the env refuses fails here, with its message, before any sample runs
+    preflight(args.policy)  # a server that is not up fails the run now, not every sample
+    factory, subagent = make_agent_factory(
+        args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result, protocol=args.protocol
+    )
+    summary = evaluate(
+        samples,
+        factory,
+        args.out,
+        options,
+        concurrency=args.concurrency,
+        progress=not args.no_progress,
+        run_config={"policy": args.policy, "data": str(args.data)},
+        subagent=subagent,
+    )
+    print(to_markdown(summary, f"Evaluation: {args.policy} on {args.data}"), file=sys.stdout)
+    return 0
+
+
+def run_suite_command(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from paravt.evaluation.harness import OPTION_KEYS, eval_options
+    from paravt.evaluation.policies import make_agent_factory, preflight
+    from paravt.evaluation.suite import COLUMN_KEYS, run_suite, to_markdown
+
+    missing = [f"--{k.replace('_', '-')}" for k in ("policy", "data_root", "out") if not getattr(args, k)]
+    if missing:
+        raise ValueError(f"paravt eval suite needs {', '.join(missing)}")
+    columns = tuple(c.strip() for c in args.columns.split(",")) if args.columns else COLUMN_KEYS
+    paper_rows = json.loads(Path(args.paper_rows).read_text()) if args.paper_rows else None
+    if paper_rows is not None and not (isinstance(paper_rows, dict) and all(isinstance(v, dict) for v in paper_rows.values())):
+        raise ValueError(f"--paper-rows {args.paper_rows} must hold a JSON object {{row: {{column: value}}}}")
+    options = eval_options(args.policy, args.dispatch, protocol=args.protocol, video_channel=args.video_channel,
+                           **{k: getattr(args, k) for k in OPTION_KEYS})  # fmt: skip
+    grounding = args.grounding_prompt_mode or ("agentic_minimal" if args.protocol == "release" else options.prompt_mode)
+    options.env_config()
+    preflight(args.policy)
+    factory, subagent = make_agent_factory(
+        args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result, protocol=args.protocol
+    )
+    table = run_suite(args.data_root, factory, args.out, options, grounding_prompt_mode=grounding, columns=columns,
+                      grounding_video_channel=args.grounding_video_channel or args.video_channel,
+                      limit=args.limit, concurrency=args.concurrency, progress=not args.no_progress,
+                      run_config={"policy": args.policy, "protocol": args.protocol, "data_root": str(args.data_root)},
+                      subagent=subagent, paper_rows=paper_rows)  # fmt: skip
+    print(to_markdown(table, {"policy": args.policy, "protocol": args.protocol}), end="")
+    return 0

@@ -1,0 +1,76 @@
+"""``paravt probe perception CKPT --data DIR``: do a checkpoint's answers follow the pixels?
+
+Accuracy after an oracle crop with the crop frames right, grey, or another video's; how far the next-token
+distribution moves when only the pixels change; and the Tool Necessity Gap (answers from the overview
+alone at K=4 and K=64); then whole episodes sampled at temperature 1: κ, calls per calling turn, share of
+well-formed turns. See ``paravt.experiments.probe``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def add_parser(sub, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    p.add_argument("what", choices=("perception",), help="what to probe")
+    p.add_argument("checkpoint", help="checkpoint directory (or hf:DIR); its policy card gives the env settings")
+    p.add_argument("--data", required=True, help="synthetic samples (paravt synth output, or RUN/heldout)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N samples")
+    p.add_argument("--window", type=float, default=20.0, help="oracle crop length in seconds (default 20)")
+    p.add_argument("--budgets", default="4,64", help="overview budgets for the Tool Necessity Gap (default 4,64)")
+    p.add_argument("--temperature", type=float, default=1.0,
+                   help="also sample whole episodes at this temperature: κ, calls per turn, well-formed turns "
+                        "(default 1.0, the RL regime; 0 skips them)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON (per-sample rows included)")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=run)
+
+
+def load_checkpoint(spec: str):
+    """An ``HFPolicy`` for a checkpoint directory and its env settings (policy card, else env defaults)."""
+    from pathlib import Path
+
+    from paravt.learners.policies.card import ENV_KEYS, read_card
+    from paravt.learners.policies.hf import HFPolicy
+    from paravt_env import EnvConfig
+
+    path = Path(spec[3:] if spec.startswith("hf:") else spec)
+    if not path.is_dir():
+        raise FileNotFoundError(f"checkpoint directory {path} does not exist")
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path} holds no config.json: not a transformers checkpoint")
+    card = read_card(path)
+    env = {k: v for k, v in card.get("env", {}).items() if k in ENV_KEYS}
+    cfg = EnvConfig(**env)
+    policy = HFPolicy.from_pretrained(path, device="auto", temperature=0.0, think_prefix=bool(card.get("think_prefix")),
+                                      min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels)  # fmt: skip
+    return policy, cfg
+
+
+def run(args: argparse.Namespace) -> int:
+    from paravt.experiments.probe import ProbeConfig, probe_perception, sample_tool_use, to_markdown
+    from paravt_env import load_samples
+
+    try:
+        budgets = tuple(int(b) for b in args.budgets.split(",") if b.strip())
+    except ValueError:
+        raise ValueError(f"--budgets must be comma-separated integers, got {args.budgets!r}") from None
+    if args.limit is not None and args.limit < 2:
+        raise ValueError(f"--limit must be at least 2 (the 'other' condition borrows another video), got {args.limit}")
+    samples = load_samples(args.data, strict=False)
+    if args.limit is not None:
+        samples = samples[: args.limit]
+    policy, env = load_checkpoint(args.checkpoint)
+    cfg = ProbeConfig(env=env, window=args.window, overview_budgets=budgets)
+    summary = probe_perception(policy, samples, cfg, progress=not args.no_progress)
+    if args.temperature > 0:
+        summary["sampling"] = sample_tool_use(policy, samples, env, temperature=args.temperature)
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+    else:
+        print(to_markdown(summary), end="")
+    return 0

@@ -1,0 +1,121 @@
+"""``paravt repro --out DIR``: the paper's training comparison at CPU scale, resumable.
+
+data -> perception -> cold start (once) -> every arm (vanilla GRPO, PARA-GRPO, EA only, gating only) for each
+seed -> each final policy evaluated on the held-out videos with parallel and sequential dispatch ->
+``DIR/report.md``, ``DIR/report.png``, ``DIR/report.json``. Rerun the same command to resume; ``--report-only``
+rewrites the report from what is on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+
+def add_parser(sub, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    p.add_argument("--out", required=True, help="run directory (rerun with the same --out to resume)")
+    p.add_argument("--recipe", default="repro_cpu", help="shared recipe (default repro_cpu: long videos, short events)")
+    p.add_argument("--arms", default=None,
+                   help="comma-separated arms (default: all six of paravt.experiments.repro.train.ARMS)")
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated RL seeds (default 0,1,2)")
+    p.add_argument("--steps", type=int, default=None, help="RL steps per arm (default: the recipe's)")
+    p.add_argument("--eval-limit", type=int, default=None, help="held-out samples per evaluation (default all)")
+    p.add_argument("--eval-frame-budget", type=int, default=None,
+                   help="overview frames K of the held-out evaluations, every arm alike (default: each card's)")
+    p.add_argument("--report-only", action="store_true", help="only rewrite the report from finished runs")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="arm runs trained and evaluated at once, each in its own process with its share of the CPU "
+                        "threads (default 1; on a 2-core machine --jobs 2 finishes the comparison sooner: see the README)")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides for every stage and arm")
+    p.set_defaults(func=run)
+
+
+def _ints(text: str, what: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--{what} must be comma-separated integers, got {text!r}") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from paravt.experiments.repro.report import (
+        coldstart_summary,
+        evaluate_coldstart,
+        evaluate_run,
+        write_report,
+    )
+    from paravt.experiments.repro.train import ARMS, ReproConfig, run_training
+
+    if args.steps is not None and args.steps < 1:
+        raise ValueError(f"--steps must be at least 1, got {args.steps}")
+    if args.eval_frame_budget is not None and args.eval_frame_budget < 1:
+        raise ValueError(f"--eval-frame-budget must be at least 1, got {args.eval_frame_budget}")
+    if args.eval_limit is not None and args.eval_limit < 1:
+        raise ValueError(f"--eval-limit must be at least 1, got {args.eval_limit}")
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
+    cfg = ReproConfig(recipe=args.recipe, arms=tuple(a.strip() for a in (args.arms or ",".join(ARMS)).split(",") if a.strip()),
+                      seeds=_ints(args.seeds, "seeds"), steps=args.steps, overrides=tuple(args.overrides),
+                      eval_limit=args.eval_limit, eval_frame_budget=args.eval_frame_budget)  # fmt: skip
+    out = Path(args.out)
+    progress = not args.no_progress
+    from paravt.cli.train import interrupt_on_sigterm
+
+    interrupt_on_sigterm()  # a SIGTERM saves the running arm's checkpoint, as Ctrl-C does
+    timing_path = out / "wall_s.json"
+    wall = json.loads(timing_path.read_text()) if timing_path.is_file() else {}
+
+    def timed(key: str, fn, *a):
+        t0 = time.perf_counter()
+        result = fn(*a)
+        wall[key] = wall.get(key, 0.0) + time.perf_counter() - t0
+        timing_path.write_text(json.dumps(wall, indent=2) + "\n")
+        return result
+
+    if not args.report_only:
+        def after_arm(arm: str, seed: int, run_dir: Path) -> None:
+            heldout = out / "coldstart" / "heldout"
+            for d in cfg.dispatch:
+                timed("evaluation", evaluate_run, run_dir, heldout, d, cfg, progress)
+            write_report(out, cfg, coldstart_summary(out), wall)  # a partial report after every run
+
+        t0 = time.perf_counter()
+        if args.jobs == 1:
+            run_training(cfg, out, progress=progress, on_arm=after_arm)
+        else:
+            run_parallel(cfg, out, args.jobs, progress, lambda: write_report(out, cfg, coldstart_summary(out), wall))
+        wall["total (this invocation)"] = time.perf_counter() - t0
+        timed("evaluation", evaluate_coldstart, out, cfg, progress)
+    else:  # the report of the run on disk, under the settings it was run with
+        if not (out / "repro.json").is_file():
+            raise FileNotFoundError(f"{out} holds no repro run (no repro.json)")
+        saved = json.loads((out / "repro.json").read_text())
+        cfg = ReproConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()})
+    print(write_report(out, cfg, coldstart_summary(out), wall), end="")
+    return 0
+
+
+def run_parallel(cfg, out: Path, jobs: int, progress: bool, report) -> None:
+    """The shared cold start here, then every (arm, seed) run and its evaluations in ``jobs`` worker processes
+    (``paravt.experiments.repro.jobs``), seeds outermost as in the sequential order; the partial report after each."""
+    from paravt.experiments.repro.jobs import run_jobs
+    from paravt.experiments.repro.train import prepare
+
+    prepare(cfg, out, progress)
+    tasks = [((arm, seed), arm_job, (cfg, out, arm, seed)) for seed in cfg.seeds for arm in cfg.arms]
+    run_jobs(tasks, jobs, on_done=lambda key, seconds: report())
+
+
+def arm_job(cfg, out: Path, arm: str, seed: int) -> None:
+    """One worker's job: train the arm for the seed (or resume it), then evaluate its final policy with every
+    dispatch mode (each evaluation resumes too). Module-level so a spawned worker can unpickle it."""
+    from paravt.experiments.repro.report import evaluate_run
+    from paravt.experiments.repro.train import run_arm
+
+    run_dir = run_arm(cfg, out, arm, seed, progress=False)
+    for d in cfg.dispatch:
+        evaluate_run(run_dir, out / "coldstart" / "heldout", d, cfg, False)

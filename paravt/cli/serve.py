@@ -1,0 +1,20 @@
+"""``paravt serve``: a local checkpoint behind OpenAI-compatible and sglang-style endpoints (CPU dev server)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    p.add_argument("--model", required=True, help="checkpoint directory")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed on start)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from paravt.learners.policies.server import serve
+
+    serve(args.model, args.host, args.port, ready=lambda line: print(line, flush=True))
+    return 0

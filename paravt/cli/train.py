@@ -1,0 +1,113 @@
+"""``paravt train``: the local trainer (SFT cold start + GRPO / PARA-GRPO) on a recipe."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub, name: str, help_text: str) -> None:
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    p.add_argument("--recipe", default="tiny_cpu", metavar="NAME|YAML",
+                   help=f"a recipe: {', '.join(recipe_names())}, or a YAML file's path (default tiny_cpu)")
+    p.add_argument("--steps", type=int, default=None, help="RL steps to reach (default: the recipe's)")
+    p.add_argument("--out", default="runs/train", help="run directory (default runs/train)")
+    p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint")
+    p.add_argument("--allow-config-change", action="store_true",
+                   help="with --resume: continue under settings that differ from RUN/config.json")
+    p.add_argument("--backend", choices=("local", "openrlhf"), default="local")
+    p.add_argument("--dry-run", action="store_true", help="openrlhf backend: print the command, do not run it")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides, e.g. grpo.kl_coef=0")
+    p.set_defaults(func=run)
+
+
+def recipe_names() -> list[str]:
+    """The bundled recipes (paravt/learners/recipes/*.yaml), found without importing paravt.learners (no torch for --help)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("paravt.learners")
+    folders = [Path(p) / "recipes" for p in (spec.submodule_search_locations or [])] if spec else []
+    return sorted({f.stem for d in folders for f in d.glob("*.yaml")})
+
+
+def run(args: argparse.Namespace) -> int:
+    from paravt.learners.config import load_recipe
+
+    if args.steps is not None and args.steps < 0:
+        raise ValueError(f"--steps must be at least 0, got {args.steps}")
+    cfg = load_recipe(args.recipe, args.overrides)
+    if args.backend == "local":
+        from paravt.learners.metrics import check_sinks
+
+        check_sinks(cfg)  # a missing tensorboard / wandb fails now, not after the data and the model are ready
+    if args.backend == "openrlhf":
+        from paravt.learners.adapters.openrlhf.launcher import launch
+        from paravt.learners.run_setup import resolve_data
+
+        if args.steps is not None:
+            raise ValueError("--steps applies to the local backend; OpenRLHF runs take train.num_episodes")
+        # A dry run reads no data and writes nothing: it prints what a real run would execute.
+        return launch(cfg, None if args.dry_run else resolve_data(cfg), args.out, dry_run=args.dry_run)
+    from pathlib import Path
+
+    from paravt.learners.run_setup import write_heldout
+    from paravt.learners.trainer import Trainer
+
+    out = Path(args.out)
+    trainer = Trainer(cfg, out, resume=args.resume, progress=not args.no_progress,
+                      allow_config_change=args.allow_config_change)
+    interrupt_on_sigterm()  # timeout, schedulers and docker stop send SIGTERM: save like Ctrl-C does
+    heldout = write_heldout(cfg, out)  # before training: the split exists even if the run is interrupted
+    write_heldout(cfg, out, blank=True)  # the same questions on videos without their needles
+    try:
+        rows = trainer.train(args.steps)
+    finally:
+        trainer.close()
+    if not rows and cfg.steps == 0:
+        print(f"{args.out}: no RL steps (steps 0); the cold start is {out / 'coldstart' / 'model'}")
+        return 0
+    last = rows[-1] if rows else {}
+    print(f"{args.out}: {len(rows)} steps; last reward {last.get('reward_mean', float('nan')):.3f}, "
+          f"format {last.get('format_reward', float('nan')):.3f}, tool calls {last.get('tool_calls_per_rollout', float('nan')):.2f}")  # fmt: skip
+    if heldout:
+        print(evaluate_heldout(out, progress=not args.no_progress), end="")
+    return 0
+
+
+def interrupt_on_sigterm() -> None:
+    import signal
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+def evaluate_heldout(out, progress: bool = True) -> str:
+    """``paravt eval --policy hf:RUN/checkpoint/model --data RUN/heldout --out RUN/eval`` (the checkpoint's
+    policy card supplies the env options), and the same for the cold start the RL started from
+    (``RUN/coldstart/model`` -> ``RUN/eval_coldstart``), as Markdown with the two side by side. Where the
+    needle-less copy of the split exists (``RUN/heldout_blank``), both are also evaluated on it
+    (``RUN/eval_blank``, ``RUN/eval_coldstart_blank``): answers that follow the pixels fall to guessing there."""
+    from paravt.evaluation.harness import evaluate_checkpoint, to_markdown
+
+    data, blank = out / "heldout", out / "heldout_blank"
+    runs = [("RL", out / "checkpoint" / "model", out / "eval")]
+    if (out / "coldstart" / "model" / "paravt.json").is_file():
+        runs.insert(0, ("cold start", out / "coldstart" / "model", out / "eval_coldstart"))
+    with_blank = (blank / "samples.jsonl").is_file()
+    parts, rows = [], []
+    for label, model, target in runs:
+        summary = evaluate_checkpoint(model, data, target, progress=progress)
+        parts.append(to_markdown(summary, f"Held-out evaluation ({label}): hf:{model} on {data}"))
+        row = (f"| {label} | {summary['accuracy']:.3f} | {summary['avg_tool_calls']:.2f} | "
+               f"{summary['tool_usage_rate']:.2f} | {summary['n']} |")  # fmt: skip
+        if with_blank:
+            empty = evaluate_checkpoint(model, blank, target.with_name(target.name + "_blank"), progress=progress)
+            row += f" {empty['accuracy']:.3f} |"
+        rows.append(row)
+    head = "| policy | held-out accuracy | crops per episode | tool use | n |"
+    table = [head + (" same questions, needles removed |" if with_blank else ""),
+             "|---|---|---|---|---|" + ("---|" if with_blank else ""), *rows]  # fmt: skip
+    return "".join(parts) + "\n" + "\n".join(table) + "\n"

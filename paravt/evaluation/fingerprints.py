@@ -1,0 +1,133 @@
+"""Run fingerprints and ``paravt eval diff``: what determines an evaluation's numbers, and why two differ.
+
+``summary.json["fingerprint"]`` records the protocol, prompt mode and a hash of the system prompts shown, a
+hash of every sample's overview timestamps, the pixel budget and crop settings, the decoder backend and its
+library versions, the scorer, the policy and its sampling settings, and the project's version. Two runs whose
+fingerprints agree saw the same inputs and were scored the same way.
+
+``diff_runs(A, B)`` lists the fingerprint fields that differ, then per-sample agreement (both right, only A,
+only B, both wrong) with the causes it can name per sample (another K, other overview frames, another system
+prompt, another number of crops).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from paravt_env.config import flatten_dotted
+
+SCORER = "paravt-score/1"
+"""Version of ``score_prediction`` / ``is_correct`` (bump when scoring changes); the release protocol's rows
+are scored by ``release_score`` and say so."""
+
+
+def _sha(payload: Any) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    out: dict[str, str | None] = {}
+    for dist in ("paravt-gym", "av", "decord", "numpy", "transformers", "torch"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    return out
+
+
+def policy_settings(agent: Any) -> dict[str, Any]:
+    """What an agent's policy samples with, where it says (model agents); {} for scripted agents."""
+    policy = getattr(agent, "policy", None)
+    if policy is None:
+        return {"agent": type(agent).__name__}
+    keys = ("temperature", "top_p", "max_new_tokens", "think_prefix", "min_pixels", "max_pixels", "base_url", "model")
+    out = {k: getattr(policy, k) for k in keys if isinstance(getattr(policy, k, None), (int, float, str, bool))}
+    name = getattr(getattr(getattr(policy, "model", None), "config", None), "_name_or_path", None)
+    if name:
+        out["model_path"] = str(name)
+    out["policy"] = type(policy).__name__
+    return out
+
+
+def fingerprint(config: dict[str, Any], rows: list[dict[str, Any]], settings: dict[str, Any]) -> dict[str, Any]:
+    """The fingerprint of an evaluation: ``config`` (its ``eval_config.json``), its result ``rows``, the
+    policy's sampling ``settings`` (``policy_settings``)."""
+    episodes = {r["id"]: r["episode"] for r in rows if isinstance(r.get("episode"), dict)}
+    prompts = sorted({ep.get("system_prompt_sha") for ep in episodes.values() if ep.get("system_prompt_sha")})
+    return {
+        "protocol": config.get("protocol", "paravt"),
+        "prompt_mode": config.get("prompt_mode"),
+        "system_prompt_sha": prompts,
+        "frames_sha": _sha(sorted((i, ep.get("overview")) for i, ep in episodes.items())),
+        "frame_budget": config.get("frame_budget"),
+        "pixels": [config.get("min_pixels"), config.get("max_pixels")],
+        "crops": {k: config.get(k) for k in ("dispatch", "max_turns", "max_parallel", "crop_fps", "crop_max_frames", "tool_result")},
+        "decoder": {"backend": config.get("backend", "auto")},
+        "scorer": "release_score" if config.get("protocol") == "release" else SCORER,
+        "judge": config.get("judge"),
+        "policy": config.get("policy"),
+        "sampling": settings,
+        "data": config.get("data"),
+        "versions": _versions(),
+        "samples_with_records": len(episodes),
+    }  # fmt: skip
+
+
+def _load(run: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    from paravt.evaluation.harness import read_results
+
+    summary_path = Path(run) / "summary.json"
+    if not summary_path.is_file():
+        raise FileNotFoundError(f"{run} holds no summary.json: is it a finished paravt eval directory?")
+    summary = json.loads(summary_path.read_text())
+    rows = {r["id"]: r for r in read_results(Path(run) / "results.jsonl")}
+    return summary.get("fingerprint") or {}, rows
+
+
+def diff_runs(a: str | Path, b: str | Path) -> str:
+    """Markdown: the fingerprint fields that differ, then per-sample agreement and its nameable causes."""
+    fa, rows_a = _load(Path(a))
+    fb, rows_b = _load(Path(b))
+    lines = [f"# paravt eval diff\n\nA = `{a}`\nB = `{b}`\n"]
+    flat_a, flat_b = flatten_dotted(fa), flatten_dotted(fb)
+    changed = sorted(k for k in flat_a.keys() | flat_b.keys() if flat_a.get(k) != flat_b.get(k))
+    if not fa or not fb:
+        lines.append("One run has no fingerprint (written before fingerprints existed): only the samples are compared.\n")
+    if changed:
+        lines += ["## Settings that differ", "", "| field | A | B |", "|---|---|---|"]
+        lines += [f"| {k} | {flat_a.get(k)!r} | {flat_b.get(k)!r} |" for k in changed]
+        lines.append("")
+    else:
+        lines.append("The fingerprints agree.\n")
+    common = sorted(rows_a.keys() & rows_b.keys())
+    agree = Counter()
+    causes: Counter = Counter()
+    for i in common:
+        ra, rb = rows_a[i], rows_b[i]
+        agree[(bool(ra.get("correct")), bool(rb.get("correct")))] += 1
+        ea, eb = ra.get("episode") or {}, rb.get("episode") or {}
+        if ra.get("frame_budget") != rb.get("frame_budget"):
+            causes[f"A saw {ra.get('frame_budget')} overview frames, B {rb.get('frame_budget')}"] += 1
+        elif ea and eb and ea.get("overview") != eb.get("overview"):
+            causes["the same K but other overview frames (timestamps differ)"] += 1
+        if ea and eb and ea.get("system_prompt_sha") != eb.get("system_prompt_sha"):
+            causes["another system prompt"] += 1
+        if ra.get("tool_calls") != rb.get("tool_calls"):
+            causes["another number of crops"] += 1
+        if ra.get("prediction") != rb.get("prediction"):
+            causes["another answer"] += 1
+    lines += [f"## Samples ({len(common)} in both; {len(rows_a) - len(common)} only in A, {len(rows_b) - len(common)} only in B)",
+              "", "| | B right | B wrong |", "|---|---|---|",
+              f"| **A right** | {agree[(True, True)]} | {agree[(True, False)]} (only A) |",
+              f"| **A wrong** | {agree[(False, True)]} (only B) | {agree[(False, False)]} |", ""]  # fmt: skip
+    if causes:
+        lines += ["## Differences per sample", ""]
+        lines += [f"- {cause} on {n} sample{'s' if n != 1 else ''}" for cause, n in causes.most_common()]
+        lines.append("")
+    return "\n".join(lines)

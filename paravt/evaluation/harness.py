@@ -1,0 +1,280 @@
+"""``paravt eval``: any policy through the env on a dataset, the paper's protocol, resumable.
+
+Each finished sample is appended to ``DIR/results.jsonl`` at once (flushed and fsynced); rerunning with the
+same ``--out`` skips every sample already there, so an interrupted run loses at most the episodes in flight
+and never counts a sample twice. A sample that fails (a corrupt video, a server error after retries) is
+recorded with its error and counted, never aborts the run; failures that may not recur (server unreachable,
+timeout, 5xx) are marked ``transient`` and run again on resume. One process at a time writes ``DIR`` (an OS
+lock on ``DIR/eval.lock``). ``DIR/summary.json``, ``DIR/report.md`` and ``DIR/report.png`` are rewritten at
+the end from the whole ``results.jsonl``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from paravt.evaluation.fingerprints import fingerprint, policy_settings
+
+# The store, scoring and report live in their own modules; their names stay importable from here.
+from paravt.evaluation.report import (  # noqa: F401
+    DURATION_BUCKETS,
+    IOU_THRESHOLDS,
+    compare,
+    summarize,
+    to_markdown,
+    write_report,
+)
+from paravt.evaluation.scoring import grounding_span, is_correct, release_result, score_prediction  # noqa: F401
+from paravt.evaluation.store import (  # noqa: F401
+    CONFIG,
+    RESULTS,
+    OutputLocked,
+    ResultsWriter,
+    SampleResult,
+    check_config,
+    exclusive_lock,
+    is_transient,
+    read_results,
+)
+from paravt_env import EnvConfig, VideoQASample, VideoToolEnv, storage
+from paravt_env.play import play_episode
+from paravt_env.records import episode_record
+
+
+@dataclass
+class EvalOptions:
+    """The env options of an evaluation (defaults: the paper's eval protocol)."""
+
+    dispatch: str = "parallel"
+    frame_budget: int = 64
+    max_turns: int = 3
+    max_parallel: int = 5
+    prompt_mode: str = "agentic"
+    tool_result: str = "frames"
+    crop_fps: float = 1.0
+    crop_max_frames: int = 16
+    min_pixels: int = 784
+    max_pixels: int = 50176
+    response_prefix: str = ""
+    """The prefix the policy's prompt forces (scored as prompt, not as the policy's text)."""
+    protocol: str = "paravt"
+    """"release": the released driver's messages and its scoring (``release_score``); see ``EnvConfig``."""
+    subtitles: bool = False
+    """Show each video's subtitles before the question (Video-MME w/ subs)."""
+    video_channel: str = "image_url"
+    """Release protocol: "video_url" sends the video as a file:// URL for the server to sample (the release's
+    Charades-STA runs)."""
+
+    def env_config(self, subagent: Any = None) -> EnvConfig:
+        return EnvConfig(
+            dispatch=self.dispatch,
+            frame_budget=self.frame_budget,
+            max_turns=self.max_turns,
+            max_parallel=self.max_parallel,
+            prompt_mode=self.prompt_mode,
+            tool_result=self.tool_result,
+            subagent=subagent,
+            force_final_answer=True,
+            crop_fps=self.crop_fps,
+            crop_max_frames=self.crop_max_frames,
+            min_pixels=self.min_pixels,
+            max_pixels=self.max_pixels,
+            response_prefix=self.response_prefix,
+            protocol=self.protocol,
+            subtitles=self.subtitles,
+            video_channel=self.video_channel,
+        )
+
+
+OPTION_KEYS = ("frame_budget", "max_turns", "max_parallel", "crop_fps", "crop_max_frames", "max_pixels",
+               "prompt_mode", "tool_result")  # fmt: skip
+"""Env options that default to the checkpoint's policy card, then to the paper's values."""
+
+
+def policy_card(spec: str) -> dict:
+    """The policy card of an ``hf:DIR`` checkpoint trained here (``{}`` for anything else)."""
+    if not spec.startswith("hf:"):
+        return {}
+    from paravt.learners.policies.card import read_card
+
+    path = Path(spec[3:])
+    if not path.exists():
+        raise FileNotFoundError(f"checkpoint directory {path} does not exist (policy {spec})")
+    return read_card(path)
+
+
+def eval_options(policy: str, dispatch: str = "parallel", *, protocol: str = "paravt", subtitles: bool = False,
+                 video_channel: str = "image_url", **given) -> EvalOptions:  # fmt: skip
+    """Options given (None: not given), then the checkpoint's card, then the paper's eval defaults."""
+    unknown = sorted(set(given) - set(OPTION_KEYS))
+    if unknown:
+        raise TypeError(f"unknown eval option(s) {unknown}; known: {list(OPTION_KEYS)}")
+    card = policy_card(policy)
+    trained = card.get("env", {})
+    defaults = EvalOptions()
+    pick = {}
+    for key in OPTION_KEYS:
+        value = given.get(key)
+        pick[key] = value if value is not None else trained.get(key, getattr(defaults, key))
+    pick["min_pixels"] = min(trained.get("min_pixels", defaults.min_pixels), pick["max_pixels"])
+    if protocol == "release" and pick["prompt_mode"] in ("agentic", "agentic_compact"):
+        pick["prompt_mode"] = "agentic_general"  # the release's name, so the config says what ran
+    return EvalOptions(dispatch=dispatch, response_prefix="<think>\n" if card.get("think_prefix") else "",
+                       protocol=protocol, subtitles=subtitles, video_channel=video_channel, **pick)  # fmt: skip
+
+
+def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *, dispatch: str = "parallel",
+                        limit: int | None = None, frame_budget: int | None = None, max_new_tokens: int = 2048,
+                        progress: bool = True) -> dict[str, Any]:  # fmt: skip
+    """``paravt eval --policy hf:MODEL --data DATA --out OUT [--dispatch D] [--frame-budget K]``: a checkpoint
+    trained here, every other option from its policy card; every sample asked for counts in ``n``."""
+    from paravt.evaluation.policies import make_agent_factory
+    from paravt_env import load_samples
+
+    spec = f"hf:{model}"
+    # A checkpoint trained under the release protocol is evaluated under it (its card says which).
+    protocol = policy_card(spec).get("env", {}).get("protocol", "paravt")
+    options = eval_options(spec, dispatch, protocol=protocol, frame_budget=frame_budget)
+    samples = load_samples(data, strict=False, keep_missing=True)[: limit or None]
+    factory, subagent = make_agent_factory(spec, max_new_tokens=max_new_tokens, tool_result=options.tool_result)
+    return evaluate(samples, factory, out, options, progress=progress, subagent=subagent,
+                    run_config={"policy": spec, "data": str(data)})  # fmt: skip
+
+
+def evaluate(
+    samples: Sequence[VideoQASample],
+    make_agent: Callable[[], Any],
+    out: str | Path,
+    options: EvalOptions | None = None,
+    *,
+    concurrency: int = 1,
+    progress: bool = True,
+    run_config: dict[str, Any] | None = None,
+    subagent: Any = None,
+) -> dict[str, Any]:
+    """Run every sample not yet in ``out/results.jsonl``; write the summary, report and chart; return the summary."""
+    options = options or EvalOptions()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with exclusive_lock(out):
+        return _evaluate(samples, make_agent, out, options, concurrency=concurrency, progress=progress,
+                         run_config=run_config, subagent=subagent)  # fmt: skip
+
+
+def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurrency: int, progress: bool,
+              run_config: dict[str, Any] | None, subagent: Any) -> dict[str, Any]:  # fmt: skip
+    check_config(out, {**(run_config or {}), **asdict(options)})
+    # Rows that failed for a transient reason (server down, timeout) are run again; the rest are kept.
+    existing = [r for r in read_results(out / RESULTS) if not r.get("transient")]
+    done = {r["id"] for r in existing}
+    todo = [s for s in samples if s.id not in done]
+    writer = ResultsWriter(out / RESULTS, existing)
+    config = options.env_config(subagent)
+    local = threading.local()
+    envs: list[VideoToolEnv] = []
+    envs_lock = threading.Lock()
+    write_failed = threading.Event()  # a full disk: no later episode could be kept, so none is run
+    settings: dict[str, Any] = {}  # the policy's sampling settings, read off the first agent (fingerprint)
+
+    def env_for_thread() -> VideoToolEnv:
+        if getattr(local, "env", None) is None:
+            local.env = VideoToolEnv(list(samples), config)
+            with envs_lock:
+                envs.append(local.env)
+        return local.env
+
+    def run_one(sample: VideoQASample) -> dict[str, Any] | None:
+        if write_failed.is_set():
+            return None
+        t0 = time.perf_counter()
+        try:
+            agent = make_agent()
+            if not settings:
+                settings.update(policy_settings(agent))
+            ep = play_episode(env_for_thread(), agent, options={"sample": sample})
+            if options.protocol == "release":
+                score, prediction, answer, correct, extra = release_result(sample, ep.final_info)
+            else:
+                score, prediction, answer = (
+                    score_prediction(ep.prediction, sample.answer, sample.question_type), ep.prediction, sample.answer
+                )  # fmt: skip
+                correct, extra = is_correct(score, sample.question_type), {}
+            row = SampleResult(
+                id=sample.id, question_type=sample.question_type, duration=sample.duration,
+                prediction=prediction, answer=answer, score=score, correct=correct, reward=ep.reward,
+                tool_calls=ep.tool_calls, turns=ep.turns, frame_budget=ep.frame_budget,
+                wall_s=time.perf_counter() - t0, error=ep.final_info.get("error"), extra=extra,
+                episode=episode_record(
+                    sample, duration=ep.duration, frame_budget=ep.frame_budget, overview=ep.overview, turns=ep.steps,
+                    reward=ep.breakdown, prediction=prediction, score=score, correct=correct, wall_s=ep.wall_s,
+                    system_prompt_sha=ep.system_prompt_sha,
+                    truth_span=grounding_span(sample.answer) if sample.question_type == "tvg" else None),
+            )  # fmt: skip
+        except Exception as exc:  # one sample's failure is recorded and counted, never fatal
+            row = SampleResult(
+                id=sample.id, question_type=sample.question_type, duration=sample.duration, answer=sample.answer,
+                wall_s=time.perf_counter() - t0, error=f"{type(exc).__name__}: {exc}", transient=is_transient(exc),
+            )  # fmt: skip
+        data = asdict(row)
+        try:
+            writer.write(data)
+        except OSError:
+            write_failed.set()
+            raise
+        return data
+
+    bar = None
+    if progress and todo:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(samples), initial=len(existing), desc="eval", unit="sample")
+    scores = [r["score"] for r in existing]
+    errors = sum(1 for r in existing if r.get("error"))
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            futures = [pool.submit(run_one, s) for s in todo]
+            for fut in as_completed(futures):
+                try:
+                    row = fut.result()
+                except OSError as exc:
+                    for f in futures:
+                        f.cancel()
+                    reason = "the disk is full" if storage.is_disk_full(exc) else str(exc)
+                    kept = len(read_results(out / RESULTS))
+                    raise OSError(exc.errno, f"could not write {out / RESULTS} ({reason}): the evaluation stopped; "
+                                             f"its {kept} results are intact, rerun with the same --out to resume "
+                                             "from them") from exc  # fmt: skip
+                if row is None:
+                    continue
+                scores.append(row["score"])
+                errors += 1 if row["error"] else 0
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(acc=f"{statistics.fmean(scores):.3f}", errors=errors)
+    finally:
+        writer.close()
+        if bar is not None:
+            bar.close()
+        for env in envs:
+            env.close()
+    wanted = {s.id for s in samples}
+    rows = [r for r in read_results(out / RESULTS) if r["id"] in wanted]
+    summary = summarize(rows)
+    if not settings and (out / "summary.json").is_file():  # nothing ran now: keep what the first run read
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            settings.update(json.loads((out / "summary.json").read_text())["fingerprint"]["sampling"])
+    config = json.loads((out / CONFIG).read_text())
+    summary["fingerprint"] = fingerprint(config, rows, settings)
+    write_report(summary, out)
+    return summary
+
+

@@ -1,0 +1,174 @@
+"""The numbers and pictures of an evaluation: ``summarize`` (the paper's columns and breakdowns),
+``to_markdown``, ``write_report`` (``summary.json``, ``report.md``, ``report.png``) and ``compare``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from paravt.evaluation.store import CONFIG
+
+logger = logging.getLogger(__name__)
+
+DURATION_BUCKETS = (
+    (0, 120, "0-2 min"),
+    (120, 600, "2-10 min"),
+    (600, 1800, "10-30 min"),
+    (1800, math.inf, "30+ min"),
+)
+IOU_THRESHOLDS = (0.3, 0.5, 0.7)
+
+
+def _mean(values) -> float:
+    values = list(values)
+    return statistics.fmean(values) if values else 0.0
+
+
+def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The paper's numbers from result lines: accuracy (mean score), grounding mIoU and R@0.3/0.5/0.7, tool
+    use, and breakdowns by question type and video duration; errors are counted (and score 0)."""
+    summary: dict[str, Any] = {
+        "n": len(rows),
+        "accuracy": _mean(r["score"] for r in rows),
+        "correct_rate": _mean(1.0 if r["correct"] else 0.0 for r in rows),
+        "avg_tool_calls": _mean(r["tool_calls"] for r in rows),
+        "tool_usage_rate": _mean(1.0 if r["tool_calls"] > 0 else 0.0 for r in rows),
+        "avg_turns": _mean(r["turns"] for r in rows),
+        "errors": sum(1 for r in rows if r.get("error")),
+        "failed": [{"id": r["id"], "error": r["error"], "transient": bool(r.get("transient"))} for r in rows if r.get("error")],
+        "wall_s": sum(r["wall_s"] for r in rows),
+    }
+    tvg = [r for r in rows if r["question_type"] == "tvg"]
+    if tvg:
+        summary["grounding"] = {"n": len(tvg), "mIoU": _mean(r["score"] for r in tvg)}
+        for th in IOU_THRESHOLDS:
+            summary["grounding"][f"R@{th}"] = _mean(1.0 if r["score"] >= th else 0.0 for r in tvg)
+    by_type: dict[str, list] = {}
+    for r in rows:
+        by_type.setdefault(r["question_type"], []).append(r)
+    summary["by_question_type"] = {
+        qt: {
+            "n": len(rs),
+            "accuracy": _mean(r["score"] for r in rs),
+            "avg_tool_calls": _mean(r["tool_calls"] for r in rs),
+        }
+        for qt, rs in sorted(by_type.items())
+    }
+    by_dur: dict[str, list] = {}
+    for r in rows:
+        d = r.get("duration")
+        label = "unknown" if d is None else next(lab for lo, hi, lab in DURATION_BUCKETS if lo <= d < hi)
+        by_dur.setdefault(label, []).append(r)
+    order = [lab for _, _, lab in DURATION_BUCKETS] + ["unknown"]
+    summary["by_duration"] = {
+        lab: {"n": len(by_dur[lab]), "accuracy": _mean(r["score"] for r in by_dur[lab])}
+        for lab in order
+        if lab in by_dur
+    }
+    return summary
+
+
+def to_markdown(summary: dict[str, Any], title: str = "Evaluation") -> str:
+    lines = [
+        f"# {title}",
+        "",
+        "| n | accuracy | avg tool calls | tool usage rate | avg turns | errors |",
+        "|---|---|---|---|---|---|",
+        f"| {summary['n']} | {summary['accuracy']:.3f} | {summary['avg_tool_calls']:.2f} | "
+        f"{summary['tool_usage_rate']:.2f} | {summary['avg_turns']:.2f} | {summary['errors']} |",
+    ]
+    if "grounding" in summary:
+        g = summary["grounding"]
+        lines += ["", "| grounding n | mIoU | R@0.3 | R@0.5 | R@0.7 |", "|---|---|---|---|---|",
+                  f"| {g['n']} | {g['mIoU']:.3f} | {g['R@0.3']:.3f} | {g['R@0.5']:.3f} | {g['R@0.7']:.3f} |"]  # fmt: skip
+    for key, head in (("by_question_type", "question type"), ("by_duration", "duration")):
+        lines += ["", f"| {head} | n | accuracy |", "|---|---|---|"]
+        lines += [f"| {k} | {v['n']} | {v['accuracy']:.3f} |" for k, v in summary[key].items()]
+    failed = summary.get("failed", [])
+    if failed:  # errors score 0 and stay in n; name them so they can be fixed
+        lines += ["", f"Failed samples ({len(failed)}; transient ones are retried when the run is resumed):", ""]
+        lines += [f"- `{f['id']}`{' (transient)' if f['transient'] else ''}: {f['error'][:200]}" for f in failed[:20]]
+        if len(failed) > 20:
+            lines.append(f"- ... and {len(failed) - 20} more (summary.json lists them all)")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(summary: dict[str, Any], out: Path) -> None:
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / "report.md").write_text(to_markdown(summary, f"Evaluation: {out.name}"))
+    try:
+        _plot(summary, out / "report.png")
+    except ImportError:  # matplotlib is the "plot" extra; the JSON and Markdown suffice, but say so
+        if not _warned_no_plot:
+            logger.warning("%s/report.png not drawn: matplotlib is not installed (pip install matplotlib, or the "
+                           "project's [plot] extra); summary.json and report.md are written", out)  # fmt: skip
+            _warned_no_plot.append(True)
+
+
+_warned_no_plot: list[bool] = []  # once per process: write_report runs after every sample
+
+
+def _plot(summary: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    for ax, key, title in zip(
+        axes, ("by_question_type", "by_duration"), ("by question type", "by duration"), strict=True
+    ):
+        names = list(summary[key])
+        bars = ax.bar(names, [summary[key][n]["accuracy"] for n in names], color="#2a9d8f")
+        ax.bar_label(bars, fmt="%.2f", fontsize=8)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"accuracy {title}")
+    fig.suptitle(
+        f"n = {summary['n']}, accuracy {summary['accuracy']:.3f}, tool calls {summary['avg_tool_calls']:.2f}"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def compare(dirs: Sequence[str | Path]) -> str:
+    """A side-by-side Markdown table of several evaluation directories (their ``summary.json``)."""
+    rows = []
+    for d in dirs:
+        path = Path(d) / "summary.json"
+        if not path.exists():
+            raise FileNotFoundError(f"no summary.json in {d} (run paravt eval --out {d} first)")
+        s = json.loads(path.read_text())
+        cfg_path = Path(d) / CONFIG
+        cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
+        rows.append((str(d), cfg, s))
+    types = sorted({qt for _, _, s in rows for qt in s.get("by_question_type", {})})
+    head = [
+        "run",
+        "policy",
+        "dispatch",
+        "K",
+        "n",
+        "accuracy",
+        "avg tool calls",
+        "tool usage",
+        "avg turns",
+        "errors",
+    ]
+    head += [f"acc {qt}" for qt in types]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for d, cfg, s in rows:
+        cells = [d, str(cfg.get("policy", "?")), str(cfg.get("dispatch", "?")), str(cfg.get("frame_budget", "?")),
+                 str(s["n"]), f"{s['accuracy']:.3f}", f"{s['avg_tool_calls']:.2f}", f"{s['tool_usage_rate']:.2f}",
+                 f"{s['avg_turns']:.2f}", str(s["errors"])]  # fmt: skip
+        cells += [
+            f"{s['by_question_type'][qt]['accuracy']:.3f}" if qt in s["by_question_type"] else "-"
+            for qt in types
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

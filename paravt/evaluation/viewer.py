@@ -1,0 +1,258 @@
+"""``paravt view DIR``: a static, self-contained HTML page of what the agent did, episode by episode.
+
+For an evaluation directory (``results.jsonl`` whose rows carry ``episode`` records, ``paravt_env.records``) or
+any directory holding such evaluations (a training run's ``RUN/eval*`` and its sampled rollouts
+``RUN/rollouts/step_NNNNNN.jsonl``, one section per step; a repro's ``OUT/arms/*/seed*/eval_*``):
+per episode, a timeline of the video with the overview frame ticks, each crop window (coloured by turn), the
+true event windows or grounding span, the answer against the truth, thumbnails of the frames the agent saw and
+the turn texts; filters on correctness, tool use, question type and K. The page opens from disk (no server):
+the records are embedded as JSON and drawn by a small script. Every episode element carries
+``data-sample-id``, every drawn window ``data-start`` / ``data-end`` in seconds, so the page can be checked
+against the records.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from paravt_env.records import finite
+from paravt_env.storage import write_text_atomic
+
+THUMB_HEIGHT = 48
+"""Thumbnail height in pixels."""
+MAX_THUMBS = 40
+"""Thumbnails per episode at most (overview first, then crop frames in turn order)."""
+
+
+def find_sources(root: Path) -> list[tuple[str, Path]]:
+    """``(name, file)`` of every record file under ``root``: evaluations' ``results.jsonl`` (named by their
+    directory) and a training run's ``rollouts/step_NNNNNN.jsonl`` (named by their step), sorted."""
+    root = Path(root)
+    files = sorted([*root.rglob("results.jsonl"), *root.rglob("rollouts/step_*.jsonl")])
+    out = []
+    for f in files:
+        base = f.parent if f.name == "results.jsonl" else f.with_suffix("")
+        name = str(base.relative_to(root)) if base != root else root.name
+        out.append((name, f))
+    return out
+
+
+def load_episodes(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The episode records of a record file and how many of its rows had none (written before records
+    existed, or failed before the episode began)."""
+    from paravt.evaluation.store import read_results
+
+    records, missing = [], 0
+    for row in read_results(path):
+        ep = row.get("episode")
+        if isinstance(ep, dict):
+            records.append(ep)
+        else:
+            missing += 1
+    return records, missing
+
+
+def thumbnails(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Small JPEGs of the frames the agent saw (``{"t", "source", "src"}``), decoded from the video again;
+    none where the video cannot be read any more."""
+    from PIL import Image
+
+    from paravt_env.video import VideoDecodeError, open_video
+
+    shown = [(t, "overview") for t in record.get("overview") or []]
+    for i, turn in enumerate(record.get("turns") or []):
+        shown += [(t, f"turn {i + 1}") for t in turn.get("frames") or []]
+    shown = [(t, s) for t, s in shown if isinstance(t, (int, float))][:MAX_THUMBS]
+    if not shown:
+        return []
+    try:
+        reader = open_video(record["video"])
+    except (OSError, VideoDecodeError, KeyError, ValueError):
+        return []
+    out = []
+    try:
+        frames = reader.frames_at([t for t, _ in shown], min_pixels=None, max_pixels=None)
+        for (t, source), image in zip(shown, frames.images, strict=True):
+            img = Image.fromarray(image)
+            img.thumbnail((THUMB_HEIGHT * 4, THUMB_HEIGHT))
+            buf = io.BytesIO()
+            img.save(buf, format="JPEG", quality=70)
+            out.append({"t": t, "source": source, "src": "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()})
+    except (OSError, VideoDecodeError, ValueError):
+        return []
+    finally:
+        reader.close()
+    return out
+
+
+def build_page(root: Path, *, thumbs: bool = True) -> tuple[str, dict[str, int]]:
+    """The HTML page for ``root`` and counts (runs, episodes, rows without a record)."""
+    runs = []
+    counts = {"runs": 0, "episodes": 0, "without_record": 0}
+    for name, path in find_sources(root):
+        records, missing = load_episodes(path)
+        for r in records:
+            r["thumbnails"] = thumbnails(r) if thumbs else []
+        runs.append({"name": name, "episodes": records, "without_record": missing})
+        counts["runs"] += 1
+        counts["episodes"] += len(records)
+        counts["without_record"] += missing
+    data = json.dumps(finite(runs), allow_nan=False).replace("</", "<\\/")  # safe inside <script>
+    title = html.escape(f"paravt view: {Path(root).resolve().name}")
+    return PAGE.replace("__TITLE__", title).replace("__DATA__", data), counts
+
+
+def write_view(root: str | Path, out: str | Path | None = None, *, thumbs: bool = True) -> tuple[Path, dict[str, int]]:
+    """Write the page (default ``ROOT/view.html``); returns its path and the counts."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no such directory: {str(root)!r}")
+    page, counts = build_page(root, thumbs=thumbs)
+    if counts["runs"] == 0:
+        raise FileNotFoundError(f"{root} holds no evaluation or rollout records (no results.jsonl or rollouts/ under it)")
+    path = Path(out) if out is not None else root / "view.html"
+    write_text_atomic(path, page)
+    return path, counts
+
+
+PAGE = r"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>__TITLE__</title>
+<style>
+body { font: 14px system-ui, sans-serif; margin: 1.5em; color: #222; }
+.filters label { margin-right: 1em; }
+.run > h2 { border-bottom: 1px solid #ccc; }
+.episode { border: 1px solid #ddd; border-radius: 6px; padding: .6em .8em; margin: .8em 0; }
+.episode.correct { border-left: 6px solid #2a9d55; } .episode.wrong { border-left: 6px solid #d33; }
+.head { display: flex; gap: 1.2em; flex-wrap: wrap; } .head b { font-weight: 600; }
+svg.timeline { width: 100%; height: auto; background: #fafafa; margin: .4em 0; }
+.thumbs img { height: 48px; margin: 1px; border: 2px solid #ccc; } .thumbs img.crop { border-color: #36c; }
+pre { white-space: pre-wrap; background: #f4f4f4; padding: .4em; margin: .2em 0; max-height: 14em; overflow: auto; }
+.legend span { margin-right: 1em; } .sw { display: inline-block; width: 12px; height: 10px; margin-right: 3px; }
+</style></head>
+<body>
+<h1>__TITLE__</h1>
+<div class="filters">
+ <label>result <select id="f-result"><option value="">all</option><option value="correct">correct</option><option value="wrong">wrong</option></select></label>
+ <label>tools <select id="f-tools"><option value="">all</option><option value="yes">used tools</option><option value="no">no tool</option></select></label>
+ <label>question type <select id="f-qtype"><option value="">all</option></select></label>
+ <label>K <select id="f-k"><option value="">all</option></select></label>
+ <span id="shown"></span>
+</div>
+<div class="legend"><span><i class="sw" style="background:#888"></i>overview frame</span>
+ <span><i class="sw" style="background:#2a9d55;opacity:.5"></i>true event / span</span>
+ <span><i class="sw" style="background:#36c"></i>crop window (colour = turn; faint = not run)</span></div>
+<div id="runs"></div>
+<script type="application/json" id="records">__DATA__</script>
+<script>
+"use strict";
+const RUNS = JSON.parse(document.getElementById("records").textContent);
+const W = 1000, PAD = 10, TURN_COLOURS = ["#36c", "#e67e22", "#8e44ad", "#16a085", "#c0392b", "#7f8c8d"];
+const SVG = "http://www.w3.org/2000/svg";
+function el(tag, attrs, text) {
+  const e = tag === "svg" || ["rect", "line", "text", "g", "title", "pattern", "path", "defs"].includes(tag)
+    ? document.createElementNS(SVG, tag) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+function span(record) {
+  let end = record.duration || 0;
+  for (const t of record.overview || []) end = Math.max(end, t);
+  for (const e of record.events || []) end = Math.max(end, e.end);
+  return end > 0 ? end : 1;
+}
+function timeline(record) {
+  const dur = span(record), x = t => PAD + (W - 2 * PAD) * Math.min(Math.max(t, 0), dur) / dur;
+  const svg = el("svg", {class: "timeline", viewBox: `0 0 ${W} 110`, "data-duration": dur});
+  svg.append(el("line", {x1: x(0), x2: x(dur), y1: 60, y2: 60, stroke: "#bbb"}));
+  for (const e of record.events || []) {
+    const r = el("rect", {class: "event", "data-start": e.start, "data-end": e.end, x: x(e.start), y: 8,
+      width: Math.max(x(e.end) - x(e.start), 1), height: 94, fill: "#2a9d55", opacity: 0.25});
+    r.append(el("title", {}, `${e.label}: ${e.start}-${e.end} s`)); svg.append(r);
+  }
+  if (record.truth_span) {
+    const [s, e] = record.truth_span;
+    svg.append(el("rect", {class: "truth", "data-start": s, "data-end": e, x: x(s), y: 8, width: Math.max(x(e) - x(s), 1),
+      height: 94, fill: "none", stroke: "#2a9d55", "stroke-width": 2}));
+  }
+  for (const t of record.overview || []) {
+    svg.append(el("line", {class: "overview-tick", "data-t": t, x1: x(t), x2: x(t), y1: 48, y2: 72, stroke: "#888", "stroke-width": 2}));
+  }
+  (record.turns || []).forEach((turn, i) => {
+    for (const c of turn.crops || []) {
+      if (c.start === null || c.end === null) continue;
+      const lo = Math.min(c.start, c.end), hi = Math.max(c.start, c.end), colour = TURN_COLOURS[i % TURN_COLOURS.length];
+      const r = el("rect", {class: "crop " + c.status, "data-start": c.start, "data-end": c.end, "data-turn": i + 1,
+        "data-status": c.status, x: x(lo), y: 14 + 8 * (i % 4), width: Math.max(x(hi) - x(lo), 1), height: 7,
+        fill: colour, stroke: "#fff", "stroke-width": 1, opacity: c.status === "executed" ? 0.9 : 0.35});
+      r.append(el("title", {}, `turn ${i + 1}, call ${c.call + 1}: ${c.start}-${c.end} s, ${c.status}` +
+        (c.error ? ` (${c.error})` : `, ${c.frames} frames`)));
+      svg.append(r);
+    }
+  });
+  for (let t = 0; t <= dur; t += Math.max(1, Math.ceil(dur / 10))) {
+    svg.append(el("text", {x: x(t), y: 92, "font-size": 11, "text-anchor": "middle", fill: "#666"}, `${t}s`));
+  }
+  return svg;
+}
+function episode(record) {
+  const used = (record.turns || []).some(t => (t.crops || []).some(c => c.status === "executed"));
+  const d = el("div", {class: "episode " + (record.correct ? "correct" : "wrong"), "data-sample-id": record.sample_id,
+    "data-correct": record.correct ? "yes" : "no", "data-tools": used ? "yes" : "no",
+    "data-qtype": record.question_type, "data-k": record.frame_budget});
+  const head = el("div", {class: "head"});
+  if (record.step !== undefined) { d.setAttribute("data-step", record.step); head.append(el("span", {}, `step ${record.step}`)); }
+  head.append(el("b", {}, record.sample_id), el("span", {}, `K = ${record.frame_budget}`),
+    el("span", {class: "prediction"}, `answer: ${record.prediction || "(none)"}`),
+    el("span", {class: "truth-text"}, `truth: ${record.answer}`),
+    el("span", {}, `score ${Number(record.score).toFixed(2)}, reward ${Number((record.reward || {}).total || 0).toFixed(2)}`));
+  d.append(head, el("div", {class: "question"}, record.question), timeline(record));
+  const thumbs = el("div", {class: "thumbs"});
+  for (const th of record.thumbnails || []) {
+    thumbs.append(el("img", {src: th.src, class: th.source === "overview" ? "overview" : "crop", "data-t": th.t,
+      title: `${th.source}, ${th.t} s`, alt: `${th.t} s`}));
+  }
+  d.append(thumbs);
+  (record.turns || []).forEach((turn, i) => {
+    const det = el("details", {class: "turn"});
+    det.append(el("summary", {}, `turn ${i + 1}: ${(turn.crops || []).length} call(s)` +
+      ((turn.parse_problems || []).length ? `, problems: ${turn.parse_problems.join("; ")}` : "")));
+    det.append(el("pre", {}, turn.text));
+    d.append(det);
+  });
+  return d;
+}
+function render() {
+  const root = document.getElementById("runs"), qtypes = new Set(), ks = new Set();
+  for (const run of RUNS) {
+    const section = el("section", {class: "run", "data-run": run.name});
+    section.append(el("h2", {}, `${run.name} (${run.episodes.length} episodes` +
+      (run.without_record ? `, ${run.without_record} rows without a record` : "") + ")"));
+    for (const r of run.episodes) { qtypes.add(r.question_type); ks.add(r.frame_budget); section.append(episode(r)); }
+    root.append(section);
+  }
+  for (const q of [...qtypes].sort()) document.getElementById("f-qtype").append(el("option", {value: q}, q));
+  for (const k of [...ks].sort((a, b) => a - b)) document.getElementById("f-k").append(el("option", {value: k}, k));
+}
+function applyFilters() {
+  const want = {correct: document.getElementById("f-result").value, tools: document.getElementById("f-tools").value,
+    qtype: document.getElementById("f-qtype").value, k: document.getElementById("f-k").value};
+  let shown = 0;
+  for (const e of document.querySelectorAll(".episode")) {
+    const ok = (!want.correct || e.dataset.correct === (want.correct === "correct" ? "yes" : "no")) &&
+      (!want.tools || e.dataset.tools === want.tools) && (!want.qtype || e.dataset.qtype === want.qtype) &&
+      (!want.k || e.dataset.k === want.k);
+    e.style.display = ok ? "" : "none"; shown += ok;
+  }
+  document.getElementById("shown").textContent = `${shown} shown`;
+}
+render();
+for (const id of ["f-result", "f-tools", "f-qtype", "f-k"]) document.getElementById(id).addEventListener("change", applyFilters);
+applyFilters();
+</script></body></html>
+"""

@@ -1,0 +1,48 @@
+"""The OpenRLHF backend: PARA-GRPO on Ray + vLLM + DeepSpeed, with this project's env, rewards, gating and
+sub-agent dispatch plugged in through a custom agent executor (``agent_func.py``).
+
+``run_local_episode`` runs that executor once against ``LocalEngine`` (the ``llm_engine.generate`` contract
+served by a transformers model): how the tests exercise the integration without vLLM or GPUs, and
+``alignment.check_alignment`` checks what it returns against one teacher-forced forward pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def run_local_episode(
+    model_dir: str | Path,
+    sample: Any,
+    *,
+    temperature: float = 1.0,
+    max_new_tokens: int = 128,
+    max_length: int = 16384,
+    engine: Any = None,
+    device: str = "cpu",
+    dtype: str | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Play one episode through ``AgentExecutor`` with the checkpoint in ``model_dir`` (loaded on ``device`` in
+    ``dtype``); ``options`` are ``EnvConfig`` fields (plus ``epoch``). ``engine``: an engine, or a callable that
+    makes one from the policy (default ``LocalEngine``). Returns the executor's result dict."""
+    import asyncio
+    import json
+
+    from paravt.learners.adapters.openrlhf.agent_func import AgentExecutor
+    from paravt.learners.adapters.openrlhf.local_engine import LocalEngine, ProcessorAdapter, SamplingParams
+    from paravt.learners.policies.hf import HFPolicy
+    from paravt_env import VideoQASample
+
+    policy = HFPolicy.from_pretrained(model_dir, device=device, dtype=dtype, temperature=temperature,
+                                      max_new_tokens=max_new_tokens)  # fmt: skip
+    processor = ProcessorAdapter(policy.tokenizer, policy.image_processor, policy.pixel_kwargs)
+    if isinstance(sample, VideoQASample):
+        sample = sample.to_dict()
+    executor = AgentExecutor(options)
+    params = SamplingParams(temperature=temperature, max_tokens=max_new_tokens, logprobs=1)
+    engine = engine(policy) if callable(engine) else (engine or LocalEngine(policy))
+    return asyncio.run(
+        executor.execute("", json.dumps(sample), params, max_length, processor, engine)
+    )

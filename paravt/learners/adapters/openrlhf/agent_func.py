@@ -1,0 +1,148 @@
+"""The file passed to OpenRLHF's ``--train.agent_func_path``: ``AgentExecutor`` plays one ParaVT episode.
+
+OpenRLHF's own ``MultiTurnAgentExecutor`` can neither vary the overview budget per prompt nor issue
+sub-agent generations, so this executor drives ``VideoToolEnv`` itself:
+
+1. the sample comes from the label (a JSON ``VideoQASample``, written by ``paravt export openrlhf``);
+2. K comes from the same nFrames gating as the local learner (sha256 of sample id, epoch, seed), so the
+   prompt's ``n_samples_per_prompt`` rollouts share it;
+3. the overview frames are tokenised as images through OpenRLHF's VLM utilities
+   (``process_prompt_with_images``), main-agent turns are generated with ``await llm_engine.generate``;
+4. crops run in the env (in parallel); in "subagent" mode each crop's sub-agent generation is issued on
+   the same engine, concurrently (weight sharing);
+5. tool responses (text and frames) come back as loss-masked user turns; the episode's scalar reward is
+   the env's ``compute_reward`` (``RewardConfig.paravt()`` by default: sequence-granularity anchoring);
+6. under ``protocol="release"`` the env lists its messages (``info["messages"]``: the parquet's own prompt,
+   one user message per crop) and each is rendered as its own chat turn; the sub-agent is prompted as the
+   release prompts it (no system prompt, the window only) and its reply is cut at 512 tokens;
+7. with ``response_prefix`` set (PARA-GRPO: ``<think>\n``) every assistant turn opens with it: prompt tokens,
+   outside the action ranges, and left out of what the reward scores, as in the local learner and the
+   release.
+
+Options come from the environment variable ``PARAVT_ENV_OPTIONS`` (JSON of ``EnvConfig`` fields plus
+``epoch``), set by ``paravt train --backend openrlhf``.
+
+Token-granularity anchoring is local-only: OpenRLHF takes one scalar reward per sample and has no per-token
+reward hook, and adding one means subclassing its experience maker across versions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from copy import deepcopy
+from typing import Any
+
+from PIL import Image
+
+from openrlhf.utils.agent import AgentExecutorBase
+from openrlhf.utils.vlm_utils import accumulate_mm_inputs, process_prompt_with_images
+from paravt.learners.policies.agent import cut_summary
+from paravt.learners.policies.vision_inputs import inline_images
+from paravt_env import EnvConfig, VideoQASample, VideoToolEnv
+from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT
+
+
+def _pil(frames) -> list[Image.Image]:
+    return [Image.fromarray(f) for f in frames]
+
+
+def chat_turns(listing: list[dict[str, Any]]) -> str:
+    """ChatML of listed messages (``info["messages"]``), frames inlined at their placeholders."""
+    return "".join(f"<|im_start|>{m['role']}\n{inline_images(m['text'])}<|im_end|>\n" for m in listing)
+
+
+def env_options() -> dict[str, Any]:
+    raw = os.environ.get("PARAVT_ENV_OPTIONS", "")
+    return json.loads(raw) if raw else {}
+
+
+class AgentExecutor(AgentExecutorBase):
+    """One ParaVT episode per call, in the OpenRLHF agent-executor contract."""
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        self.options = dict(env_options() if options is None else options)
+        self.epoch = int(self.options.pop("epoch", 0))
+        # The forced opening of every assistant turn (PARA-GRPO: "<think>\n"): prompt tokens here, and the
+        # env's reward scores only the text after it.
+        self.prefix = str(self.options.get("response_prefix", ""))
+
+    async def _generate(self, llm_engine, tokens, images, sampling_params, max_tokens):
+        params = deepcopy(sampling_params)
+        params.max_tokens = max_tokens
+        out = await llm_engine.generate(tokens, params, multi_modal_data={"image": images} if images else None)
+        return out.outputs[0]
+
+    async def execute(self, prompt, label, sampling_params, max_length: int, hf_tokenizer, llm_engine, images=None):
+        loop = asyncio.get_running_loop()
+        sample = VideoQASample.from_dict(json.loads(label) if isinstance(label, str) else dict(label))
+        per_turn = int(getattr(sampling_params, "max_tokens", None) or 1024)
+
+        def subagent(request):  # runs in the env's crop threads; the generation runs on the event loop
+            release = getattr(request, "style", "paravt") == "release"
+            system = "" if release else f"<|im_start|>system\n{SUBAGENT_SYSTEM_PROMPT}<|im_end|>\n"
+            text = f"{system}<|im_start|>user\n{inline_images(request.user_text())}<|im_end|>\n<|im_start|>assistant\n"
+            pil = _pil(request.frames.images)
+            tokens, _, pil = process_prompt_with_images(hf_tokenizer, text, pil)
+            coro = self._generate(llm_engine, tokens, pil, sampling_params, per_turn if release else min(per_turn, 256))
+            reply = asyncio.run_coroutine_threadsafe(coro, loop).result().text
+            return cut_summary(reply, getattr(hf_tokenizer, "tokenizer", hf_tokenizer)) if release else reply
+
+        cfg = EnvConfig.from_kwargs(**{**self.options, **({"subagent": subagent} if self.options.get("tool_result") == "subagent" else {})})
+        env = VideoToolEnv([sample], cfg)
+        try:
+            return await self._play(env, sample, prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, per_turn)
+        finally:
+            env.close()
+
+    async def _play(self, env, sample, prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, per_turn):
+        obs, info = await asyncio.to_thread(env.reset, options={"sample": sample, "epoch": self.epoch})
+        if "messages" in info:  # the release protocol: the messages as listed
+            first = f"{chat_turns(info['messages'])}<|im_start|>assistant\n{self.prefix}"
+        else:
+            first = (f"<|im_start|>system\n{info['system_prompt']}<|im_end|>\n<|im_start|>user\n"
+                     f"{inline_images(info['user_prompt'])}<|im_end|>\n<|im_start|>assistant\n{self.prefix}")  # fmt: skip
+        tokens, mm, pil = process_prompt_with_images(hf_tokenizer, first, _pil(obs["frames"]))
+        logprobs = [0.0] * len(tokens)
+        action_ranges, truncated, reward, breakdown, calls = [], False, 0.0, {}, 0
+        end_of_turn = hf_tokenizer.tokenizer.encode("<|im_end|>\n", add_special_tokens=False) if hasattr(
+            hf_tokenizer, "tokenizer") else []  # fmt: skip
+        done = False
+        while not done:
+            budget = min(per_turn, max_length - len(tokens))
+            if budget <= 0:
+                truncated = True
+                break
+            out = await self._generate(llm_engine, tokens, pil, sampling_params, budget)
+            start = len(tokens)
+            tokens = tokens + list(out.token_ids)
+            action_ranges.append((start, len(tokens)))
+            logprobs += [next(iter(d.values())).logprob for d in (out.logprobs or [])] or [0.0] * len(out.token_ids)
+            obs, reward, term, trunc, info = await asyncio.to_thread(env.step, self.prefix + out.text)
+            calls += info["tool_calls"]["executed"]
+            done = term or trunc
+            if done:
+                breakdown = info["reward_breakdown"]
+                truncated = truncated or trunc
+                break
+            closing = end_of_turn if out.finish_reason == "length" else []
+            feedback = "\n" if not closing else ""
+            turns = chat_turns(info["messages"]) if "messages" in info else (
+                f"<|im_start|>user\n{inline_images(obs['text'])}<|im_end|>\n")  # fmt: skip
+            text = f"{feedback}{turns}<|im_start|>assistant\n{self.prefix}"
+            new_tokens, new_mm, new_pil = process_prompt_with_images(hf_tokenizer, text, _pil(obs["frames"]))
+            new_tokens = closing + new_tokens
+            tokens = tokens + new_tokens
+            logprobs += [0.0] * len(new_tokens)
+            mm = accumulate_mm_inputs(mm, new_mm)
+            pil = pil + new_pil
+        return {
+            "prompt": prompt, "label": label, "images": None, "mm_train_inputs": mm,
+            "reward": float(reward), "scores": float(reward),
+            "observation_tokens": tokens, "action_ranges": action_ranges, "rollout_log_probs": logprobs,
+            "truncated": truncated,
+            "extra_logs": {"accuracy": breakdown.get("accuracy", 0.0), "format": breakdown.get("format", 0.0),
+                           "tool": breakdown.get("tool", 0.0), "f_tau": breakdown.get("format", 0.0),
+                           "kappa": float(calls), "K": float(info.get("frame_budget", env.frame_budget))},
+        }  # fmt: skip

@@ -1,0 +1,197 @@
+"""ParaVT episodes as a TRL ``environment_factory`` environment (TRL >= 1.15, ``GRPOTrainer``).
+
+TRL plays the conversation: it renders the prompt with the tool schema, generates, parses the Hermes
+``<tool_call>`` blocks, calls the environment's public methods as tools and appends what they return (text
+and images) as ``tool`` messages. This class maps that onto ``VideoToolEnv`` (or ``RemoteVideoToolEnv``):
+
+- ``reset(**row)``: the env's reset for the dataset row (``index`` or ``sample_id``, ``epoch``, ``seed``,
+  ``frame_budget``); returns the question with the K overview frames as content blocks (text, image, ...),
+  each frame after its time tag, exactly the env's observation;
+- ``crop_video(start_time, end_time)``: async. TRL gathers the calls of one turn concurrently; the first
+  call waits one loop iteration so that every call of the turn has arrived, then the whole turn goes to the
+  env as ONE step (parallel dispatch, the env's ``max_parallel`` and validation); each call gets its own
+  ``<tool_response>`` block of the env's feedback, with its frames as images;
+- ``paravt_reward`` (a TRL reward function): the env's reward of the episode as the policy wrote it. The
+  turns are cut from the completion's token ids (what the policy generated, tool responses removed), and the
+  episode is replayed through the env from the same reset: the reward is ``VideoToolEnv``'s own, over the
+  exact generated text; the replay also checks that its frames match what the policy was shown.
+
+Imports nothing of TRL: the class is plain Python that TRL inspects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+RESET_KEYS = ("index", "sample_id", "epoch", "frame_budget")
+_BLOCK = re.compile(r"<tool_response>\n?(.*?)\n?</tool_response>", re.S)
+
+
+def content_blocks(text: str, frames: np.ndarray) -> list[dict[str, Any]]:
+    """An observation's text with its ``<image>`` placeholders replaced by image blocks (PIL), in order."""
+    from PIL import Image
+
+    parts = text.split("<image>")
+    if len(parts) - 1 != len(frames):
+        raise ValueError(f"the observation has {len(parts) - 1} <image> placeholders but {len(frames)} frames")
+    blocks: list[dict[str, Any]] = []
+    for i, part in enumerate(parts):
+        if part:
+            blocks.append({"type": "text", "text": part})
+        if i < len(frames):
+            blocks.append({"type": "image", "image": Image.fromarray(frames[i])})
+    return blocks
+
+
+def assistant_turns(text: str) -> list[str]:
+    """The assistant turns of a decoded TRL completion (ChatML): the text before the first ``<|im_end|>``, then
+    whatever follows each ``<|im_start|>assistant\\n`` up to its ``<|im_end|>`` (tool responses in between
+    are the env's, not the policy's). A turn cut by the length limit is kept as it stands."""
+    pieces = text.split("<|im_start|>assistant\n")
+    return [p.split("<|im_end|>", 1)[0] for p in pieces]
+
+
+def call_text(start_time: Any, end_time: Any) -> str:
+    return "<tool_call>" + json.dumps({"name": "crop_video", "arguments": {"start_time": start_time, "end_time": end_time}}) + "</tool_call>"
+
+
+class ParaVTEnvironment:
+    """One rollout's episode for TRL's ``GRPOTrainer(environment_factory=...)``. TRL offers every public
+    method but ``reset`` / ``get_reward`` to the model as a tool: ``crop_video`` is the only one.
+
+    Args:
+        env: a ``VideoToolEnv`` or a ``RemoteVideoToolEnv`` (``tool_result="frames"``).
+    """
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self._reset_args: dict[str, Any] = {}
+        self._pending: list[tuple[Any, Any]] = []
+        self._turn: asyncio.Future | None = None
+        self.shown: list[np.ndarray] = []  # frames the policy was shown, in order (checked by the replay)
+        self.last_info: dict[str, Any] = {}
+        self.done = False
+
+    def reset(self, **row: Any) -> list[dict[str, Any]]:
+        """Start the episode of a dataset row; returns the user's content (question and overview frames)."""
+        options = {k: row[k] for k in RESET_KEYS if row.get(k) is not None}
+        self._reset_args = {"seed": row.get("seed"), "options": options}
+        obs, info = self._reset()
+        self.shown = [obs["frames"]]
+        self._pending, self._turn, self.done = [], None, False
+        self.last_info = info
+        # The system prompt is the dataset row's system message (see paravt.learners.adapters.trl.recipe.dataset_rows); the
+        # user's part of the observation comes here.
+        user = info.get("user_prompt", "")
+        return content_blocks(user if user.count("<image>") == len(obs["frames"]) else obs["text"], obs["frames"])
+
+    def _reset(self) -> tuple[dict, dict]:
+        options = dict(self._reset_args["options"])
+        if "sample_id" in options and not hasattr(self.env.unwrapped, "url"):  # in process: by index
+            ids = [s.id for s in self.env.unwrapped.samples]
+            options["index"] = ids.index(str(options.pop("sample_id")))
+        return self.env.reset(seed=self._reset_args["seed"], options=options)
+
+    async def crop_video(self, start_time: float, end_time: float) -> list[dict[str, Any]]:
+        """Crop a time window of the video to look at it closely; call it several times in one turn to look
+        at several windows at once.
+
+        Args:
+            start_time: Start of the window, in seconds from the beginning of the video.
+            end_time: End of the window, in seconds.
+
+        Returns:
+            The frames of the window, each after its time in seconds.
+        """
+        index = len(self._pending)
+        self._pending.append((start_time, end_time))
+        if index == 0:  # the first call of the turn runs it, once every call has been scheduled
+            self._turn = asyncio.get_running_loop().create_future()
+            await asyncio.sleep(0)
+            calls, self._pending = self._pending, []
+            turn = self._turn
+            try:
+                turn.set_result(await asyncio.to_thread(self._step_turn, calls))
+            except Exception as exc:  # every call of the turn reports it
+                turn.set_exception(exc)
+        results = await self._turn
+        return results[index]
+
+    def _step_turn(self, calls: list[tuple[Any, Any]]) -> list[list[dict[str, Any]]]:
+        if self.done:
+            raise RuntimeError("the episode has ended (the env's last turn allows no more crops)")
+        obs, _, terminated, truncated, info = self.env.step("".join(call_text(a, b) for a, b in calls))
+        self.done = terminated or truncated
+        self.last_info = info
+        self.shown.append(obs["frames"])
+        return split_feedback(obs["text"], obs["frames"], len(calls))
+
+    def _replay(self, turns: list[str]) -> dict[str, Any]:
+        """Replay the episode with the policy's own turns from the same reset; the env's final ``info``
+        (``reward_breakdown``, ``prediction``...) plus ``reward`` and ``frames_match`` (the replay showed the
+        frames the rollout showed)."""
+        obs, _ = self._reset()
+        replayed = [obs["frames"]]
+        reward, info = 0.0, {}
+        for text in turns or [""]:
+            obs, reward, terminated, truncated, info = self.env.step(text)
+            if terminated or truncated:
+                break
+            replayed.append(obs["frames"])
+        else:  # the completion stopped mid-episode (length limit): the episode ends with what was written
+            obs, reward, terminated, truncated, info = self.env.step("")
+        match = len(replayed) >= len(self.shown) and all(np.array_equal(a, b) for a, b in zip(self.shown, replayed, strict=False))
+        return {**info, "reward": float(reward), "frames_match": match}
+
+
+def split_feedback(text: str, frames: np.ndarray, n_calls: int) -> list[list[dict[str, Any]]]:
+    """The env's feedback of a turn as one content list per call: call i gets the i-th ``<tool_response>``
+    block with its frames; text outside the blocks (turns left, notes) goes with the last call."""
+    blocks = _BLOCK.findall(text)
+    rest = _BLOCK.sub("", text).strip()
+    if len(blocks) != n_calls:  # the env answered the turn as a whole: the first call carries it all
+        return [content_blocks(text, frames)] + [[{"type": "text", "text": "(see the first response of this turn)"}]] * (n_calls - 1)
+    out, used = [], 0
+    for i, block in enumerate(blocks):
+        body = block + (f"\n{rest}" if rest and i == n_calls - 1 else "")
+        k = block.count("<image>")
+        out.append(content_blocks(body, frames[used : used + k]))
+        used += k
+    return out
+
+
+def paravt_reward(completion_ids: list[list[int]], environments: list[ParaVTEnvironment], trainer_state: Any = None,
+                  *, tokenizer: Any, log_metric: Any = None, **_: Any) -> list[float]:  # fmt: skip
+    """TRL reward function: each rollout's env reward over its generated turns (bind ``tokenizer`` with
+    ``functools.partial`` or use ``make_reward``). A replay that shows other frames than the rollout did
+    (TRL's tool-call parser and the env's disagreed on a malformed turn) is logged as ``paravt/replay_mismatch``
+    (the fraction of the batch) and scored as the env scores the text: feedback, not a crash."""
+    rewards, mismatched = [], 0
+    for ids, env in zip(completion_ids, environments, strict=True):
+        text = tokenizer.decode(ids, skip_special_tokens=False)
+        out = env._replay(assistant_turns(text))
+        mismatched += not out["frames_match"]
+        rewards.append(out["reward"])
+    if mismatched:
+        logger.warning("%d of %d replays showed other frames than their rollout (tool-call parsers disagreed)",
+                       mismatched, len(rewards))  # fmt: skip
+    if log_metric is not None:
+        log_metric("paravt/replay_mismatch", mismatched / max(1, len(rewards)))
+    return rewards
+
+
+def make_reward(tokenizer: Any):
+    """``paravt_reward`` bound to ``tokenizer``, named for TRL's logs."""
+
+    def paravt(completion_ids, environments, **kwargs):
+        return paravt_reward(completion_ids, environments, tokenizer=tokenizer, **kwargs)
+
+    return paravt

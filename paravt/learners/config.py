@@ -1,0 +1,397 @@
+"""``TrainConfig``: a recipe, section by section. YAML recipes map 1:1 onto these dataclasses; an unknown key
+is an error that names it. ``key=value`` overrides use dotted paths (``grpo.kl_coef=0``, ``steps=5``)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from paravt.learners.coldstart.perception import PerceptionConfig
+from paravt.learners.grpo import GRPOConfig
+from paravt.learners.para_grpo import ParaGRPOConfig
+
+RECIPES_DIR = Path(__file__).parent / "recipes"
+
+
+@dataclass
+class ModelConfig:
+    path: str | None = None
+    """Checkpoint directory or hub id (the paper: an SFT cold-start checkpoint of Qwen3-VL-8B). None: the
+    tiny local model, built into the cache if absent."""
+    tiny_arch: str = "qwen3_vl"
+    """Architecture of the tiny model when ``path`` is None."""
+    size: str = "tiny"
+    """Size of the random-weight model built locally when ``path`` is None: "tiny" (0.28 M parameters, the CPU
+    default) or a published Qwen3-VL size, "2b" / "8b" (Qwen3-VL-2B / -8B-Instruct's config: 2.13 B / 8.77 B
+    parameters, random weights; ``tiny_arch`` qwen3_vl): what a step costs at real size, on a GPU."""
+    dtype: str = "fp32"
+    """"fp32" or "bf16" (release: bf16)."""
+    device: str = "cpu"
+    """"cpu", "cuda" or "auto"."""
+    gradient_checkpointing: bool = False
+    """Trade compute for memory in the training forward pass (release: on)."""
+    processor_min_pixels: int | None = None
+    """Pixel budget of the policy's image processor, lower bound, applied to the frames the env hands it (already
+    sampled at ``env.min_pixels``-``env.max_pixels``). None: the env's, so a frame reaches the model as the env
+    sampled it. The release loads Qwen3-VL's processor with its own budget (``AutoProcessor.from_pretrained``
+    without pixel arguments: ``shortest_edge`` 65,536), which upscales its 784-50,176-pixel frames to at least
+    65,536 pixels (a 224x224 frame becomes 256x256: 64 visual tokens, not 49)."""
+    processor_max_pixels: int | None = None
+    """Upper bound of the same (None: ``env.max_pixels``; Qwen3-VL's own: 16,777,216)."""
+
+    def processor_pixels(self, env_min: int, env_max: int) -> tuple[int, int]:
+        """(min, max) pixels the policy's image processor runs at."""
+        return (self.processor_min_pixels or env_min, self.processor_max_pixels or env_max)
+
+
+@dataclass
+class DataConfig:
+    path: str | None = None
+    """A samples file or directory (anything ``load_samples`` reads). None: synthetic videos generated into
+    the cache if absent."""
+    video_root: str | None = None
+    """Where ``path``'s relative video paths live (the released RL parquet names them under its video root)."""
+    synth_n: int = 12
+    """Synthetic training videos."""
+    synth_seed: int = 0
+    """Seed of the training videos (the held-out split and the perception pool use their own seeds)."""
+    min_duration: float = 30.0
+    max_duration: float = 90.0
+    size: int = 224
+    """Frame side of the synthetic videos, pixels."""
+    events: int = 0
+    """Needles per video (0: the generator's default, 2-4)."""
+    min_event_seconds: float = 2.0
+    max_event_seconds: float = 6.0
+    event_scale: tuple[float, float] = (0.25, 0.38)
+    """Needle side over frame side, (min, max). A tiny policy sees large needles only (0.6-0.85)."""
+    distractors: int = 3
+    """Soft grey blobs per video (never saturated)."""
+    question_kinds: tuple[str, ...] = ()
+    """Question kinds (``paravt_env.data.synthetic.QUESTION_KINDS``); empty: all of them."""
+    heldout_n: int = 0
+    """Videos of a held-out split from the same distribution (seed ``heldout_seed``), written to
+    ``RUN/heldout`` and never trained on; the run ends by evaluating the policy on it. 0: none."""
+    heldout_seed: int = 1000
+
+    def synth_config(self, n: int | None = None, seed: int | None = None, **changes: Any):
+        """The generator settings of these videos (``n``/``seed`` and any field overridden)."""
+        from paravt_env.data.synthetic import QUESTION_KINDS, SynthConfig
+
+        events = {"min_events": self.events, "max_events": self.events} if self.events else {}
+        base = dict(
+            n=self.synth_n if n is None else n, seed=self.synth_seed if seed is None else seed,
+            min_duration=self.min_duration, max_duration=self.max_duration, size=self.size,
+            min_event_seconds=self.min_event_seconds, max_event_seconds=self.max_event_seconds,
+            event_scale_min=float(self.event_scale[0]), event_scale_max=float(self.event_scale[1]),
+            distractors=self.distractors, question_kinds=tuple(self.question_kinds) or QUESTION_KINDS, **events,
+        )  # fmt: skip
+        base.update(changes)
+        return SynthConfig(**base)
+
+
+@dataclass
+class EnvOptions:
+    """Env options of the rollouts (see ``paravt_env.EnvConfig``)."""
+
+    frame_budget: int = 64
+    max_turns: int = 3
+    max_parallel: int = 5
+    crop_max_frames: int = 16
+    min_pixels: int = 784
+    max_pixels: int = 50176
+    tool_result: str = "frames"
+    crop_fps: float = 1.0
+    """Frames per second of window a crop returns (at most ``crop_max_frames``)."""
+    prompt_mode: str = "agentic"
+    """System prompt of the episodes (``paravt_env.protocol.prompts``): "agentic", or "agentic_compact" (the same
+    contract in a few lines: tiny recipes, where the long prompt is most of every sequence). Recorded in the
+    policy card, so ``paravt eval --policy hf:DIR`` asks in the same words. Under ``protocol: release`` the
+    release's own prompts apply: ``agentic_compact`` (ours) becomes its default agentic prompt."""
+
+    def env_prompt_mode(self) -> str:
+        """The prompt mode the env gets (see ``prompt_mode``)."""
+        return "agentic" if self.protocol == "release" and self.prompt_mode == "agentic_compact" else self.prompt_mode
+    protocol: str = "paravt"
+    """"release": episodes as the released RL workflow plays them (with ``tool_result: subagent``: the
+    parquet's own prompt messages, the released sub-agent prompt, summaries cut at 512 tokens; see
+    ``paravt_env.EnvConfig.protocol``)."""
+    release_overview_fps: float | None = 1.0
+    """Release protocol only: the overview at 1 fps as the release's base RL config (which leaves nFrames
+    Gating without effect), or null for K gated frames."""
+
+
+@dataclass
+class RolloutConfig:
+    prompts_per_step: int = 2
+    """Prompts per optimiser step (each played ``group_size`` times)."""
+    group_size: int = 8
+    """Rollouts per prompt (release: 8 samples per prompt)."""
+    temperature: float = 0.7
+    """Sampling temperature (release: 0.7)."""
+    max_new_tokens: int = 2048
+    """Tokens per turn (release: 2048)."""
+    batch_tokens: int | None = None
+    """Padded prompt tokens per generation batch (the step's prompts go longest first in batches under it;
+    None: all in one). Bounds the memory of prefilling many long multi-turn prompts at once."""
+    include_subagents: bool = False
+    """In "subagent" mode, also train on the sub-agent's generations (with their episode's advantage). The
+    release trains only the main agent."""
+
+
+@dataclass
+class OptimConfig:
+    lr: float = 2e-6
+    """AdamW learning rate (release: 2e-6)."""
+    weight_decay: float = 0.01
+    """AdamW weight decay (release: 0.01)."""
+    grad_clip: float = 1.0
+    """Max gradient norm (release: 1.0)."""
+    micro_batch: int = 8
+    """Trajectories per forward/backward pass of the RL update (right-padded together, similar lengths
+    together; lower it for memory). The loss does not depend on it."""
+    micro_batch_tokens: int | None = None
+    """Also at most this many padded tokens per update pass (rows x longest; a longer trajectory goes alone).
+    Attention memory grows with rows x length^2: multi-turn crop episodes are thousands of tokens. None: no cap."""
+
+
+@dataclass
+class SFTConfig:
+    steps: int = 0
+    """Cold-start SFT optimiser steps on teacher episodes before RL (0: start from ``model.path`` as is)."""
+    lr: float = 5e-4
+    """AdamW learning rate of the cold start."""
+    episodes: int = 12
+    """Teacher episodes generated for the cold start (over the training videos, each with a frame budget
+    drawn from the gating choices, so the data holds answer-from-overview and parallel-crop episodes)."""
+    batch: int = 1
+    """Episodes per optimiser step (gradient accumulation); episodes are reshuffled every pass. With ``data``:
+    packs per step (the release: ``per_device_train_batch_size`` 4 packed sequences per device)."""
+    window: float = 20.0
+    """Length of the teacher's coverage crops, seconds (``paravt.learners.coldstart.teacher``)."""
+    rehearsal: int = 0
+    """Perception examples added to every SFT step (when the perception stage ran): without them the
+    episodes' text overwrites what the perception stage taught (held-out perception 0.9 -> 0.37 measured)."""
+    frame_budgets: tuple[int, ...] = (4, 8, 16, 32, 64)
+    """Overview budgets of the teacher episodes, drawn per episode by the gating hash. The paper's cold start
+    is tool-use trajectories: small budgets make most episodes need the crops."""
+    crop_rate: float = 1.0
+    """Share of the teacher episodes whose overview misses the needle in which the teacher crops; in the others
+    it says it saw nothing and guesses (a base model with a weak tool prior). 1.0: always crops. Below 1 the
+    cold start leaves RL a decision to learn from reward alone, when to call the tool (``paravt.learners.coldstart.teacher``)."""
+    check_rate: float = 0.0
+    """Share of the teacher episodes whose overview shows the needle in which the teacher still crops around
+    it to check before answering (``paravt.learners.coldstart.teacher.check_turn``): the strong tool prior of the paper's cold
+    start, whose calls RL can drop where they are redundant (the Tool Prior Paradox). 0.0: answers directly."""
+    lr_schedule: str = "cosine"
+    """"cosine" (decay to 0 after ``warmup_ratio`` of the steps of linear warm-up, the release's
+    ``paravt/sft/configs/qwen3vl_8b.yaml``: ``lr_scheduler_type: cosine``) or "constant". Measured on
+    ``tiny_cpu``: at a constant 1e-3 with 2 episodes a step the cold start ended wherever its last batches
+    left it (p(crop) 0.10 for a teacher that cropped in 30 % of its misses)."""
+    warmup_ratio: float = 0.05
+    """Share of the steps with linear warm-up (release: 0.05)."""
+    weight_decay: float = 0.0
+    """AdamW weight decay of the cold start (release's SFT: 0.01; the CPU recipes train without)."""
+    data: str | None = None
+    """The released SFT data instead of teacher episodes: a parquet / JSON(L) file, folder or glob in
+    lmms-engine's chat schema (``ParaVT/ParaVT-Parquet``, config ``sft``; ``paravt.learners.coldstart.release_sft``), as the
+    release cold-starts ParaVT-8B (500 steps at lr 2e-5 there)."""
+    data_limit: int | None = None
+    """Use at most this many rows of ``data`` per pass, counted over the shards in that pass's order (None:
+    all)."""
+    video_root: str | None = None
+    """Where the relative media paths of ``data`` (videos, frames) resolve first, before the data file's own
+    folder (as ``data.video_root`` for the RL data)."""
+    pack_tokens: int = 0
+    """With ``data``: conversations packed greedily, in stream order, into packs of at most this many tokens
+    (text and image tokens); a conversation longer than that alone is dropped and counted (the release:
+    ``packing_length: 8192``, ``filter_overlong: true``). 0: one conversation per pack. ``data`` is streamed
+    either way (``paravt.learners.coldstart.sft_stream``)."""
+    save_every_s: float = 60.0
+    """The cold-start loops (perception, SFT) save their state at most this often, in seconds, besides at the
+    end of each stage and on Ctrl-C / SIGTERM (``paravt.learners.coldstart.store``): raise it for large models, whose
+    optimiser state takes long to write."""
+
+
+@dataclass
+class LogConfig:
+    tensorboard: bool = False
+    """Also write every metric to TensorBoard (``RUN/tensorboard``; needs ``pip install tensorboard``)."""
+    wandb_project: str | None = None
+    """Also log to this Weights & Biases project (needs ``pip install wandb`` and a login)."""
+    rollouts_per_step: int = 2
+    """Episode records of this many rollouts per RL step (one per prompt group first) written to
+    ``RUN/rollouts/step_NNNNNN.jsonl`` (``paravt_env.records``; ``paravt view RUN`` draws them); 0: none,
+    -1: every rollout."""
+
+
+@dataclass
+class TrainConfig:
+    algorithm: str = "para_grpo"
+    """"para_grpo" or "grpo" (vanilla: RewardConfig.vanilla(), no gating, no think prefix)."""
+    steps: int = 100
+    save_every: int = 10
+    seed: int = 0
+    model: ModelConfig = field(default_factory=ModelConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    env: EnvOptions = field(default_factory=EnvOptions)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    grpo: GRPOConfig = field(default_factory=GRPOConfig)
+    para: ParaGRPOConfig = field(default_factory=ParaGRPOConfig)
+    perception: PerceptionConfig = field(default_factory=PerceptionConfig)
+    sft: SFTConfig = field(default_factory=SFTConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+
+    def __post_init__(self) -> None:
+        if self.algorithm not in ("para_grpo", "grpo"):
+            raise ValueError(f"TrainConfig.algorithm must be 'para_grpo' or 'grpo', got {self.algorithm!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @property
+    def think_prefix(self) -> bool:
+        """Whether every response starts with a forced ``<think>\\n`` (PARA-GRPO's constrained opening; the
+        release's vanilla GRPO has none). The prefix is prompt: the reward scores only what follows it."""
+        return self.algorithm == "para_grpo" and self.para.think_prefix
+
+
+def _build(cls, data: dict[str, Any], where: str):
+    if not isinstance(data, dict):
+        raise ValueError(f"recipe section {where or 'top level'} must be a mapping, got {type(data).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ValueError(f"unknown recipe key(s) {[f'{where}{k}' for k in unknown]}; known in {where or 'top level'}: {sorted(fields)}")
+    hints = typing.get_type_hints(cls)
+    kwargs = {}
+    for name, value in data.items():
+        default = fields[name].default_factory() if fields[name].default_factory is not dataclasses.MISSING else None
+        if dataclasses.is_dataclass(default):
+            kwargs[name] = _build(type(default), value or {}, f"{where}{name}.")
+        else:
+            kwargs[name] = _typed(value, hints[name], f"{where}{name}")
+    return cls(**kwargs)
+
+
+def _typed(value: Any, hint: Any, key: str) -> Any:
+    """``value`` checked against the field's annotation (lists become tuples): a wrong type is an error naming
+    the key, the type expected and the value, before any work starts."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _typed(value, arg, key)
+            except ValueError as exc:
+                errors.append(exc)
+        raise errors[0]
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"recipe key {key} must be a list ({_name(hint)}), got {value!r}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_typed(v, args[0], key) for v in value)
+        if len(value) != len(args):
+            raise ValueError(f"recipe key {key} must hold {len(args)} values ({_name(hint)}), got {value!r}")
+        return tuple(_typed(v, a, key) for v, a in zip(value, args, strict=True))
+    if hint is bool:
+        ok = isinstance(value, bool)
+    elif hint is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif hint is float:  # an int is a float here; kept as written (cache keys hash the values as given)
+        if isinstance(value, str):  # YAML 1.1 reads "1e-3" (no dot) as a string
+            with contextlib.suppress(ValueError):
+                value = float(value)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    elif hint is str:
+        ok = isinstance(value, str)
+    else:  # Any and anything else: left to the dataclass
+        ok = True
+    if not ok:
+        raise ValueError(f"recipe key {key} must be {_name(hint)}, got {value!r} ({type(value).__name__})")
+    return value
+
+
+def _name(hint: Any) -> str:
+    if typing.get_origin(hint) is None and hasattr(hint, "__name__"):
+        return hint.__name__
+    return str(hint).replace("typing.", "")
+
+
+def check_counts(cfg: TrainConfig) -> None:
+    """Counts that cannot be negative (or zero) are refused, naming the key."""
+    rules = {"steps": (cfg.steps, 0), "save_every": (cfg.save_every, 1), "sft.steps": (cfg.sft.steps, 0),
+             "sft.episodes": (cfg.sft.episodes, 0), "sft.batch": (cfg.sft.batch, 1),
+             "perception.steps": (cfg.perception.steps, 0), "perception.batch": (cfg.perception.batch, 1),
+             "rollout.group_size": (cfg.rollout.group_size, 1), "rollout.prompts_per_step": (cfg.rollout.prompts_per_step, 1),
+             "rollout.max_new_tokens": (cfg.rollout.max_new_tokens, 1), "env.frame_budget": (cfg.env.frame_budget, 1),
+             "env.max_turns": (cfg.env.max_turns, 1), "optim.micro_batch": (cfg.optim.micro_batch, 1), "env.max_parallel": (cfg.env.max_parallel, 1)}  # fmt: skip
+    from paravt.learners.policies.tiny_model import SIZES
+
+    if cfg.model.size not in SIZES:
+        raise ValueError(f"recipe key model.size must be one of {', '.join(SIZES)}, got {cfg.model.size!r}")
+    if cfg.model.size != "tiny" and cfg.model.tiny_arch != "qwen3_vl":
+        raise ValueError(f"recipe key model.size {cfg.model.size!r} is a Qwen3-VL size: model.tiny_arch must be qwen3_vl")
+    for key, (value, least) in rules.items():
+        if value < least:
+            raise ValueError(f"recipe key {key} must be at least {least}, got {value}")
+    if not 0.0 <= cfg.sft.crop_rate <= 1.0:
+        raise ValueError(f"recipe key sft.crop_rate must lie in [0, 1], got {cfg.sft.crop_rate}")
+    if cfg.log.rollouts_per_step < -1:
+        raise ValueError(f"recipe key log.rollouts_per_step must be -1 (all), 0 (none) or more, got {cfg.log.rollouts_per_step}")
+    if not 0.0 <= cfg.sft.check_rate <= 1.0:
+        raise ValueError(f"recipe key sft.check_rate must lie in [0, 1], got {cfg.sft.check_rate}")
+    for key, value in (("rollout.batch_tokens", cfg.rollout.batch_tokens), ("optim.micro_batch_tokens", cfg.optim.micro_batch_tokens)):
+        if value is not None and value < 1:
+            raise ValueError(f"recipe key {key} must be at least 1 (or null: no cap), got {value}")
+    if cfg.sft.weight_decay < 0:
+        raise ValueError(f"recipe key sft.weight_decay must be >= 0, got {cfg.sft.weight_decay}")
+    if not 0.0 <= cfg.sft.warmup_ratio < 1.0:
+        raise ValueError(f"recipe key sft.warmup_ratio must lie in [0, 1), got {cfg.sft.warmup_ratio}")
+    from paravt.learners.coldstart.sft import SCHEDULES
+
+    if cfg.sft.lr_schedule not in SCHEDULES:
+        raise ValueError(f"recipe key sft.lr_schedule must be one of {', '.join(SCHEDULES)}, got {cfg.sft.lr_schedule!r}")
+
+
+def _parse_value(text: str) -> Any:
+    """An override's value: numbers (``3e-3`` included, which YAML 1.1 reads as a string), else YAML."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return yaml.safe_load(text) if text != "" else ""
+
+
+def load_recipe(name_or_path: str, overrides: list[str] | None = None) -> TrainConfig:
+    """A recipe by name (``paravt/learners/recipes/NAME.yaml``) or path, with ``key=value`` overrides."""
+    path = Path(name_or_path)
+    if not path.suffix and not path.exists():
+        path = RECIPES_DIR / f"{name_or_path}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+        raise FileNotFoundError(f"no recipe {name_or_path!r} (not a file, not one of {known})")
+    data = yaml.safe_load(path.read_text()) or {}
+    for item in overrides or []:
+        if "=" not in item:
+            raise ValueError(f"override {item!r} is not key=value")
+        key, value = item.split("=", 1)
+        node = data
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = _parse_value(value)
+    cfg = _build(TrainConfig, data, "")
+    check_counts(cfg)
+    return cfg

@@ -1,0 +1,98 @@
+"""PARA-GRPO = GRPO + Exploration Anchoring + nFrames Gating (arXiv 2605.20342, §3).
+
+- **nFrames Gating** lives in the env (``EnvConfig(nframes_gating=True)``): K ~ U{4, 8, 16, 32, 64} per
+  (prompt, epoch), shared by the group. The learner only has to reset every rollout of a group with the same
+  sample and epoch.
+- **Think prefix**: ``HFPolicy(think_prefix=True)`` forces ``<think>\\n`` at the start of every response.
+- **Exploration Anchoring**, two granularities:
+
+  * ``"sequence"`` (the released code): the anchor bonus is part of the scalar format reward
+    (``RewardConfig.paravt()``: answer-suffix weighting and ``anchor_weight`` λ = 0.5), so every token of a
+    rollout gets the same advantage. Nothing changes in the loss.
+  * ``"token"`` (the paper's wording, "a format reward applied only at the structural-token positions"):
+
+        A_t = A_task + λ · 1[t ∈ struct(o)] · A_fmt
+
+    with A_task the group-normalised (accuracy + tool) reward and A_fmt the group-normalised format reward,
+    computed with the vanilla format score (no anchor bonus inside it: the anchoring is the token weighting).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from paravt.learners.grpo import GRPOConfig, batch_normalize, group_advantages, scaled_rewards
+from paravt_env.gating import FRAME_BUDGETS
+from paravt_env.rewards import RewardConfig
+
+ANCHORING = ("sequence", "token")
+
+
+@dataclass
+class ParaGRPOConfig:
+    """What PARA-GRPO adds to GRPO (the released recipe's values)."""
+
+    anchoring: str = "sequence"
+    """"sequence" (released code: anchor bonus inside the scalar format reward) or "token" (the paper's
+    per-token form on the structural tags)."""
+    anchor_weight: float = 0.5
+    """λ. Sequence granularity passes it to ``RewardConfig.anchor_weight``; token granularity scales A_fmt."""
+    nframes_gating: bool = True
+    """Draw the overview budget K per (prompt, epoch) from ``gating_choices`` (paper: {4, 8, 16, 32, 64})."""
+    gating_choices: tuple[int, ...] = FRAME_BUDGETS
+    """The budgets gating draws from (paper, Sec. 3: {4, 8, 16, 32, 64}). A tiny model on short videos can
+    use a subset: on 30-90 s videos K >= 16 nearly always shows the needle, and a 64-frame prompt is most of
+    a CPU step's cost."""
+    think_prefix: bool = True
+    """Force ``<think>\\n`` at the start of every response."""
+    answer_suffix: bool = True
+    """Answer tags outweigh ``<think>`` in the format reward (release ``ANSWER_SUFFIX=1``)."""
+    prefix_scored: bool = False
+    """Score the forced ``<think>\n`` as the policy's opening tag (``RewardConfig.score_forced_prefix``: the
+    paper's intent). False is the release's reward, which scores generated text only."""
+
+    def __post_init__(self) -> None:
+        if self.anchoring not in ANCHORING:
+            raise ValueError(f"ParaGRPOConfig.anchoring must be one of {ANCHORING}, got {self.anchoring!r}")
+        self.gating_choices = tuple(self.gating_choices)
+        if not self.gating_choices or any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in self.gating_choices):
+            raise ValueError(f"para.gating_choices must be positive integer frame budgets, got {list(self.gating_choices)!r}")
+
+    def reward_config(self, base: RewardConfig | None = None) -> RewardConfig:
+        """The env's reward: the released preset for sequence anchoring; for token anchoring the anchor bonus
+        is left out of the scalar (the loss applies it at the structural tokens instead)."""
+        base = base or RewardConfig.paravt()
+        weight = self.anchor_weight if self.anchoring == "sequence" else 0.0
+        return RewardConfig(self.answer_suffix, weight, base.format_weight, base.mode, base.tool_source,
+                            score_forced_prefix=self.prefix_scored)
+
+
+def sequence_advantages(rewards: list[list[float]], config: GRPOConfig,
+                        tokens: list[list[int]] | None = None) -> list[list[float]]:  # fmt: skip
+    """Scalar advantage per rollout: group-normalise each group's scaled (and clipped) rewards, then
+    (optionally) the batch, over rollouts or over tokens (``tokens``: each rollout's loss-token count, needed
+    with ``batch_norm_weighting="token"``)."""
+    groups = [group_advantages(scaled_rewards(torch.tensor(g), config), config.std_normalize, config.adv_eps,
+                               unbiased=config.std_unbiased) for g in rewards]  # fmt: skip
+    flat = torch.cat(groups)
+    if config.batch_adv_norm:
+        weights = None
+        if config.batch_norm_weighting == "token":
+            if tokens is None:
+                raise ValueError("batch_norm_weighting='token' needs each rollout's loss-token count")
+            weights = torch.tensor([n for g in tokens for n in g], dtype=torch.float32)
+        flat = batch_normalize(flat, config.adv_eps, weights=weights, unbiased=config.std_unbiased)
+    out, i = [], 0
+    for g in rewards:
+        out.append(flat[i : i + len(g)].tolist())
+        i += len(g)
+    return out
+
+
+def token_anchored_advantages(
+    task_advantage: float, format_advantage: float, struct_mask: torch.Tensor, anchor_weight: float
+) -> torch.Tensor:
+    """A_t = A_task + λ · 1[t ∈ struct] · A_fmt for one rollout (``struct_mask`` over its tokens)."""
+    return task_advantage + anchor_weight * struct_mask.float() * format_advantage

@@ -1,0 +1,123 @@
+"""Model policies in the env: ``PolicyAgent`` plays the main agent (``reset`` / ``act`` like the scripted
+baselines), ``PolicySubAgent`` answers the env's sub-agent requests with the same weights, batched."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from paravt.learners.policies.base import Conversation, Message, Policy
+from paravt_env.protocol.release import MAX_TOOL_RESPONSE_TOKENS
+from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT, SubAgentRequest
+
+_THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
+
+
+def observation_message(role: str, obs: dict[str, Any], text: str | None = None) -> Message:
+    return Message(role, obs["text"] if text is None else text, [f for f in obs["frames"]])
+
+
+def listed_messages(listing: Sequence[dict[str, Any]], obs: dict[str, Any]) -> list[Message]:
+    """The messages an observation holds when the env lists them (``info["messages"]``, under the release
+    protocol: one per crop), each with its share of the observation's frames, in order."""
+    frames = [f for f in obs["frames"]]
+    out, used = [], 0
+    for m in listing:
+        n = int(m.get("frames", 0))
+        out.append(Message(m["role"], m["text"], frames[used : used + n], as_parts=bool(m.get("parts")),
+                           video_url=m.get("video_url")))  # fmt: skip
+        used += n
+    if used != len(frames):
+        raise ValueError(f"info['messages'] takes {used} frames but the observation holds {len(frames)}")
+    return out
+
+
+def cut_summary(text: str, tokenizer: Any) -> str:
+    """The release cuts a sub-agent's reply at 512 tokens of the policy's tokenizer and marks the cut."""
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    if len(ids) <= MAX_TOOL_RESPONSE_TOKENS:
+        return text
+    return tokenizer.decode(ids[:MAX_TOOL_RESPONSE_TOKENS], skip_special_tokens=True) + " [truncated]"
+
+
+class PolicyAgent:
+    """Keeps the conversation of one episode and asks the policy for each turn. Where the env lists the
+    messages of an observation (``info["messages"]``) they are kept as listed, and ``info["max_new_tokens"]``
+    caps the next generation (the release's forced final answer)."""
+
+    name = "policy"
+    reads_info = True  # play_episode passes each step's info to act()
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
+        self.conversation: Conversation = []
+        self.generations: list = []
+
+    def reset(self, obs: dict[str, Any], info: dict[str, Any], sample: Any = None) -> None:
+        if "messages" in info:
+            self.conversation = listed_messages(info["messages"], obs)
+        else:
+            self.conversation = [
+                Message("system", info["system_prompt"]),
+                Message("user", info["user_prompt"], [f for f in obs["frames"]]),
+            ]
+        self.generations = []
+        self._first = True
+
+    def act(self, obs: dict[str, Any], info: dict[str, Any] | None = None) -> str:
+        info = info or {}
+        if not self._first:  # the env's feedback (tool responses and their frames) comes back as user turns
+            if "messages" in info:
+                self.conversation += listed_messages(info["messages"], obs)
+            else:
+                self.conversation.append(observation_message("user", obs))
+        self._first = False
+        cap = info.get("max_new_tokens")
+        kwargs = {"max_new_tokens": int(cap)} if cap else {}
+        [gen] = self.policy.generate([self.conversation], **kwargs)
+        self.generations.append(gen)
+        self.conversation.append(Message("assistant", gen.text))
+        return gen.text
+
+
+class PolicySubAgent:
+    """The env's sub-agent: each crop's frames and the main question go to the policy, all crops of a turn
+    in one batch; the reply (its reasoning removed) is the summary the main agent reads."""
+
+    def __init__(self, policy: Policy, record: bool = False) -> None:
+        self.policy = policy
+        self.record = record
+        self.trajectories: list = []  # with record=True: one token-space trajectory per summary (HFPolicy only)
+
+    def _conversation(self, request: SubAgentRequest) -> Conversation:
+        frames = [f for f in request.frames.images]
+        if getattr(request, "style", "paravt") == "release":  # the release's sub-agent: no system prompt
+            return [Message("user", request.user_text(), frames, as_parts=True)]
+        return [Message("system", SUBAGENT_SYSTEM_PROMPT), Message("user", request.prompt(), frames)]
+
+    def _summary(self, request: SubAgentRequest, text: str) -> str:
+        if getattr(request, "style", "paravt") != "release":
+            return _THINK_RE.sub("", text).strip() or text.strip()
+        # The release keeps the whole reply, cut at 512 tokens (a policy without a tokenizer: as it came).
+        tokenizer = getattr(self.policy, "tokenizer", None)
+        return text if tokenizer is None else cut_summary(text, tokenizer)
+
+    def batch(self, requests: Sequence[SubAgentRequest]) -> list[str]:
+        # The sub-agent is never given PARA-GRPO's forced "<think>\n" (neither the release's workflow nor the
+        # OpenRLHF executor prefixes it): the prefix is the main agent's exploration anchor, not the summariser's.
+        conversations = [self._conversation(r) for r in requests]
+        if self.record and hasattr(self.policy, "generate_encoded"):
+            from paravt.learners.rollout import single_turn_trajectory
+
+            prompts = [self.policy.encode(c, think_prefix=False) for c in conversations]
+            gens = self.policy.generate_encoded(prompts, think_prefix=False)
+            self.trajectories += [single_turn_trajectory(self.policy, p, g) for p, g in zip(prompts, gens, strict=True)]
+        elif hasattr(self.policy, "think_prefix"):
+            gens = self.policy.generate(conversations, think_prefix=False)
+        else:
+            gens = self.policy.generate(conversations)
+        return [self._summary(r, g.text) for r, g in zip(requests, gens, strict=True)]
+
+    def __call__(self, request: SubAgentRequest) -> str:
+        return self.batch([request])[0]

@@ -1,0 +1,320 @@
+"""``HFPolicy``: a transformers Qwen-VL checkpoint (Qwen2.5-VL, Qwen3-VL) as a batched policy.
+
+    policy = HFPolicy.from_pretrained("Qwen/Qwen3-VL-8B-Instruct", max_new_tokens=2048, temperature=0.7)
+    [gen] = policy.generate([[Message("system", prompt), Message("user", obs_text, list(obs_frames))]])
+
+Frames go through the checkpoint's own image processor and chat template (an image part per ``<image>``
+placeholder, right after its ``<t seconds>`` marker). Sampling returns the generated ids and their
+log-probabilities under the sampling distribution, which is what GRPO's importance ratio needs.
+``think_prefix=True`` forces every response to start with ``<think>\\n`` (a PARA-GRPO knob): the prefix is
+part of the prompt, so it is neither sampled nor trained on.
+
+The encoding is also exposed piecewise (``encode``, ``encode_continuation``, ``generate_encoded``) so that a
+multi-turn rollout can extend the exact token sequence the model generated instead of re-tokenising text; the
+sequences themselves (``Encoded``) and their batching (``length_buckets``) live in ``paravt.learners.policies.encoded``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import LogitsProcessorList
+
+from paravt.learners.policies.base import Conversation, Generation, Message
+from paravt.learners.policies.encoded import Encoded, PackedFrames, length_buckets
+from paravt.learners.policies.logprobs import SampledLogprobs, target_logprobs
+from paravt.learners.policies.vision_inputs import (
+    IMAGE_PAD,
+    expand_image_tokens,
+    inline_images,
+    load_tokenizer_and_image_processor,
+    process_images,
+)
+
+THINK_PREFIX = "<think>\n"
+
+
+def _rgb_arrays(images: Sequence[Any]) -> list[np.ndarray]:
+    return [np.asarray(im.convert("RGB")) if hasattr(im, "convert") else np.asarray(im) for im in images]
+
+
+class HFPolicy:
+    """A Qwen-VL model with its tokenizer and image processor, generating in batches."""
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        image_processor: Any,
+        *,
+        max_new_tokens: int = 512,
+        temperature: float = 0.7,
+        top_p: float = 1.0,
+        think_prefix: bool = False,
+        min_pixels: int | None = None,
+        max_pixels: int | None = None,
+        batch_tokens: int | None = None,
+    ) -> None:
+        self.model = model
+        self.batch_tokens = batch_tokens  # padded prompt tokens per generation batch (None: one batch)
+        self.tokenizer = tokenizer
+        self.image_processor = image_processor
+        self.max_new_tokens = int(max_new_tokens)
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.think_prefix = bool(think_prefix)
+        self.pixel_kwargs = {}
+        if min_pixels is not None or max_pixels is not None:
+            size = dict(getattr(image_processor, "size", None) or {})
+            size.update({k: v for k, v in (("shortest_edge", min_pixels), ("longest_edge", max_pixels)) if v})
+            self.pixel_kwargs["size"] = size
+        self.merge_size = int(getattr(image_processor, "merge_size", 2))
+        eos = model.generation_config.eos_token_id
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+        self.eos_ids = sorted({*eos, *([im_end] if isinstance(im_end, int) and im_end >= 0 else [])})
+        if not self.eos_ids:
+            raise ValueError("the model has no end-of-turn token (generation_config.eos_token_id and <|im_end|> missing)")
+        # The token that closes an assistant turn (Instruct checkpoints also list <|endoftext|> as eos).
+        self.end_of_turn_id = im_end if isinstance(im_end, int) and im_end in self.eos_ids else (eos or self.eos_ids)[0]
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else self.eos_ids[0]
+        self.image_pad_id = tokenizer.convert_tokens_to_ids(IMAGE_PAD)
+        video_pad = tokenizer.convert_tokens_to_ids("<|video_pad|>")
+        self.video_pad_id = video_pad if isinstance(video_pad, int) and video_pad != tokenizer.unk_token_id else None
+        self._lock = threading.Lock()  # one generate() at a time: concurrent episodes share the weights
+        # A sampled image/video pad would claim pixels that do not exist and break the next forward pass.
+        self.suppress_ids = [i for i in (tokenizer.convert_tokens_to_ids(t) for t in (IMAGE_PAD, "<|video_pad|>"))
+                             if isinstance(i, int) and i >= 0 and i != tokenizer.unk_token_id]  # fmt: skip
+        # Ids past the tokenizer decode to nothing: released checkpoints pad the embedding beyond it (Qwen3-VL: 267
+        # ids), which a trained model never samples and a random-weight model of a published size samples almost
+        # always (``tiny_model.published_config``): never sampled either.
+        vocab = getattr(model.config.get_text_config(), "vocab_size", None) or 0
+        self.suppress_ids += list(range(len(tokenizer), vocab))
+
+    @classmethod
+    def from_pretrained(
+        cls, path: str | Path, *, device: str = "cpu", dtype: str | torch.dtype | None = None, **kwargs: Any
+    ) -> HFPolicy:
+        """Load any image-text-to-text checkpoint of the Qwen2.5-VL / Qwen3-VL families."""
+        from transformers import AutoModelForImageTextToText
+
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if isinstance(dtype, str):
+            dtype = {"auto": "auto", "bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp32": torch.float32,
+                     "float32": torch.float32, "fp16": torch.float16}[dtype]  # fmt: skip
+        model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype or torch.float32).to(device)
+        model.eval()
+        tokenizer, image_processor = load_tokenizer_and_image_processor(path)
+        return cls(model, tokenizer, image_processor, **kwargs)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    # --- encoding -------------------------------------------------------------------------------------------
+    def render(self, messages: Sequence[Message], add_generation_prompt: bool) -> str:
+        if any(m.video_url for m in messages):
+            raise ValueError("a video_url message needs a server that samples videos itself (openai:URL to vLLM); "
+                             "local checkpoints take frames: use --video-channel image_url")  # fmt: skip
+        chat = [{"role": m.role, "content": m.parts()} for m in messages]
+        return self.tokenizer.apply_chat_template(chat, add_generation_prompt=add_generation_prompt, tokenize=False)
+
+    def _encode_text(self, text: str, images: Sequence[np.ndarray]) -> Encoded:
+        if not images:
+            return Encoded(self.tokenizer.encode(text, add_special_tokens=False))
+        arrays = _rgb_arrays(images)
+        pixels, grid = self.process_images(arrays)
+        text = expand_image_tokens(text, grid, self.merge_size)
+        return Encoded(self.tokenizer.encode(text, add_special_tokens=False), pixels, grid,
+                       frames=PackedFrames(arrays), process=self.process_images)  # fmt: skip
+
+    def encode_ids(self, ids: Sequence[int], images: Sequence[Any] = ()) -> Encoded:
+        """Ids that already hold every image's expanded pads, with those images' pixels."""
+        if not images:
+            return Encoded(list(ids))
+        arrays = _rgb_arrays(images)
+        return Encoded(list(ids), *self.process_images(arrays), frames=PackedFrames(arrays), process=self.process_images)
+
+    def process_images(self, images: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(pixel_values, image_grid_thw)`` of frames, at this policy's pixel budget."""
+        return process_images(self.image_processor, images, self.pixel_kwargs)
+
+    def encode(self, messages: Sequence[Message], add_generation_prompt: bool = True, *,
+               think_prefix: bool | None = None) -> Encoded:  # fmt: skip
+        """A whole conversation (plus the think prefix when generating; ``think_prefix`` overrides the policy's
+        for this call, e.g. False for the weight-sharing sub-agent, which the release never prefixes)."""
+        text = self.render(messages, add_generation_prompt)
+        if add_generation_prompt and (self.think_prefix if think_prefix is None else think_prefix):
+            text += THINK_PREFIX
+        return self._encode_text(text, [im for m in messages for im in m.images])
+
+    def encode_continuation(self, history: Sequence[Message], new: Sequence[Message]) -> Encoded:
+        """The tokens that follow ``history`` (ending with the assistant's last turn) when ``new`` messages
+        are added and the assistant is prompted again: the chat template's text of the extension only."""
+        before = self.render(history, add_generation_prompt=False)
+        after = self.render([*history, *new], add_generation_prompt=True)
+        if not after.startswith(before):  # a template that rewrites earlier turns: fall back to ChatML
+            after = before + "".join(f"<|im_start|>{m.role}\n" + inline_images(m.text) + "<|im_end|>\n" for m in new)
+            after += "<|im_start|>assistant\n"
+        delta = after[len(before) :]
+        if self.think_prefix:
+            delta += THINK_PREFIX
+        return self._encode_text(delta, [im for m in new for im in m.images])
+
+    def end_of_turn(self) -> list[int]:
+        """What closes an assistant turn that was cut at max_new_tokens (the template's end token)."""
+        return self.tokenizer.encode("<|im_end|>\n", add_special_tokens=False)
+
+    # --- generation -----------------------------------------------------------------------------------------
+    def generate_encoded(
+        self, prompts: Sequence[Encoded], *, temperature: float | None = None, max_new_tokens: int | None = None,
+        think_prefix: bool | None = None,
+    ) -> list[Generation]:
+        """Sample one continuation per prompt, in left-padded batches of similar length under ``batch_tokens``
+        (per-call overrides for servers; ``think_prefix``: whether the prompts end with the forced prefix, which
+        the returned text then starts with; default the policy's); the results come back in prompt order."""
+        if not prompts:
+            return []
+        with self._lock, torch.no_grad():
+            saved = self.temperature, self.max_new_tokens
+            if temperature is not None:
+                self.temperature = float(temperature)
+            if max_new_tokens is not None:
+                self.max_new_tokens = int(max_new_tokens)
+            try:
+                out: list[Generation | None] = [None] * len(prompts)
+                prefixed = self.think_prefix if think_prefix is None else think_prefix
+                for bucket in length_buckets([len(p.input_ids) for p in prompts], max_tokens=self.batch_tokens):
+                    for i, gen in zip(bucket, self._generate([prompts[i] for i in bucket], prefixed), strict=True):
+                        out[i] = gen
+                return out  # type: ignore[return-value]
+            finally:
+                self.temperature, self.max_new_tokens = saved
+
+    def _generate(self, prompts: Sequence[Encoded], prefixed: bool) -> list[Generation]:
+        inputs = self._padded_inputs(prompts, left=True)
+        width = inputs["input_ids"].shape[1]
+        sample = self.temperature > 0
+        # The recorder warps the scores itself (temperature, top-p) and keeps only each sampled token's
+        # log-probability: ``output_scores`` would hold every step's (rows x vocabulary) fp32 scores
+        # (``paravt.learners.policies.logprobs``). generate then adds no warper of its own (1.0 = none).
+        recorder = SampledLogprobs(self.temperature if sample else 0.0, self.top_p if sample else None)
+        out = self.model.generate(
+            **inputs,
+            max_new_tokens=self.max_new_tokens,
+            do_sample=sample,
+            temperature=1.0 if sample else None,
+            top_p=1.0 if sample else None,
+            top_k=None,
+            eos_token_id=self.eos_ids,
+            pad_token_id=self.pad_id,
+            suppress_tokens=self.suppress_ids or None,
+            logits_processor=LogitsProcessorList([recorder]),
+            return_dict_in_generate=True,
+        )
+        new = out.sequences[:, width:].cpu()
+        chosen = recorder.finish(new)
+        gens = []
+        prefix = THINK_PREFIX if prefixed else ""
+        for i in range(len(prompts)):
+            row = new[i].tolist()
+            stop = next((j for j, t in enumerate(row) if t in self.eos_ids), None)
+            n = len(row) if stop is None else stop + 1
+            token_ids = row[:n]
+            text = self.tokenizer.decode([t for t in token_ids if t not in self.eos_ids], skip_special_tokens=False)
+            gens.append(
+                Generation(
+                    text=prefix + text,
+                    token_ids=token_ids,
+                    logprobs=[float(x) for x in chosen[i, :n]],
+                    prefix=prefix,
+                    prefix_ids=self.tokenizer.encode(prefix, add_special_tokens=False) if prefix else [],
+                    finish_reason="stop" if stop is not None else "length",
+                )
+            )
+        return gens
+
+    def _padded_inputs(self, encodeds: Sequence[Encoded], *, left: bool) -> dict[str, Any]:
+        """Forward-pass inputs of several sequences padded to one width: on the left for generation (every
+        row ends where its continuation starts), on the right for scoring (positions stay where they were)."""
+        width = max(len(e.input_ids) for e in encodeds)
+        ids = torch.full((len(encodeds), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(encodeds), width), dtype=torch.long)
+        for i, e in enumerate(encodeds):
+            span = slice(width - len(e.input_ids), width) if left else slice(0, len(e.input_ids))
+            ids[i, span] = torch.tensor(e.input_ids, dtype=torch.long)
+            mask[i, span] = 1
+        inputs: dict[str, Any] = {"input_ids": ids.to(self.device), "attention_mask": mask.to(self.device),
+                                  "mm_token_type_ids": self._token_types(ids).to(self.device)}  # fmt: skip
+        with_images = [e for e in encodeds if e.n_images]
+        if with_images:
+            inputs["pixel_values"] = torch.cat([e.pixel_values for e in with_images]).to(self.device, self.model.dtype)
+            inputs["image_grid_thw"] = torch.cat([e.image_grid_thw for e in with_images]).to(self.device)
+        return inputs
+
+    def model_inputs(self, encoded: Encoded) -> dict[str, Any]:
+        """Forward-pass inputs of one whole sequence (batch of 1)."""
+        ids = torch.tensor([encoded.input_ids])
+        inputs: dict[str, Any] = {"input_ids": ids.to(self.device), "mm_token_type_ids": self._token_types(ids).to(self.device)}
+        if encoded.n_images:
+            inputs["pixel_values"] = encoded.pixel_values.to(self.device, self.model.dtype)
+            inputs["image_grid_thw"] = encoded.image_grid_thw.to(self.device)
+        return inputs
+
+    def _token_types(self, ids: torch.Tensor) -> torch.Tensor:
+        """Multimodal RoPE needs to know which tokens are image (1) or video (2) placeholders."""
+        types = torch.zeros_like(ids)
+        types[ids == self.image_pad_id] = 1
+        if self.video_pad_id is not None:
+            types[ids == self.video_pad_id] = 2
+        return types
+
+    def sequence_logprobs(self, encoded: Encoded, model: Any = None, temperature: float | None = None) -> torch.Tensor:
+        """log p(token_t | tokens_<t) for t = 1..T-1 under ``model`` (default: this policy's), at the sampling
+        temperature; differentiable when grad is enabled (the learners' forward pass)."""
+        model = self.model if model is None else model
+        temperature = self.temperature if temperature is None else temperature
+        logits = model(**self.model_inputs(encoded)).logits[0]
+        return self._next_token_logprobs(logits, torch.tensor(encoded.input_ids, device=logits.device), temperature)
+
+    def batch_logprobs(self, encodeds: Sequence[Encoded], model: Any = None, temperature: float | None = None,
+                       micro_batch: int = 8, max_tokens: int | None = None) -> list[torch.Tensor]:  # fmt: skip
+        """``sequence_logprobs`` of several sequences in right-padded forward passes of at most ``micro_batch``
+        rows and ``max_tokens`` padded tokens, similar lengths together (``length_buckets``; one pass per
+        bucket instead of one per sequence: the learners' update). Element i has length len(i) - 1, in input
+        order."""
+        model = self.model if model is None else model
+        temperature = self.temperature if temperature is None else temperature
+        out: list[torch.Tensor | None] = [None] * len(encodeds)
+        lengths = [len(e.input_ids) for e in encodeds]
+        for bucket in length_buckets(lengths, max_rows=max(1, micro_batch), max_tokens=max_tokens):
+            if len(bucket) == 1:
+                out[bucket[0]] = self.sequence_logprobs(encodeds[bucket[0]], model=model, temperature=temperature)
+                continue
+            inputs = self._padded_inputs([encodeds[i] for i in bucket], left=False)
+            lp = self._next_token_logprobs(model(**inputs).logits, inputs["input_ids"], temperature)
+            for row, i in enumerate(bucket):
+                out[i] = lp[row, : lengths[i] - 1]
+        return out  # type: ignore[return-value]
+
+    def _next_token_logprobs(self, logits: torch.Tensor, ids: torch.Tensor, temperature: float | None) -> torch.Tensor:
+        """log p(ids[..., t] | ids[..., <t]) for t >= 1 from the logits (..., T, V) of ``ids`` (..., T), at
+        ``temperature``, image pads masked out as sampling masks them (and scored 0: they are prompt, never
+        trained on). Scored on the whole logits with a dummy last target, then cut: slicing off the last position
+        first would copy the logits (``paravt.learners.policies.logprobs`` keeps no vocabulary-wide fp32 copy either)."""
+        targets = torch.cat([ids[..., 1:], ids[..., :1]], dim=-1)  # the last column is a placeholder
+        return target_logprobs(logits, targets, temperature=temperature, suppress_ids=self.suppress_ids)[..., :-1]
+
+    def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int | None = None,
+                 think_prefix: bool | None = None) -> list[Generation]:  # fmt: skip
+        """The next assistant turn of each conversation (``max_new_tokens``: this call's cap; ``think_prefix``
+        overrides the policy's forced prefix for this call)."""
+        return self.generate_encoded([self.encode(c, think_prefix=think_prefix) for c in conversations],
+                                     max_new_tokens=max_new_tokens, think_prefix=think_prefix)  # fmt: skip
+

@@ -1,0 +1,321 @@
+"""``paravt serve``: a local checkpoint behind an OpenAI-compatible and an sglang-style HTTP API, on CPU.
+
+For development and tests where sglang / vLLM (GPU stacks) are not installed: the same requests
+``OpenAIPolicy`` and ``SGLangPolicy`` send to those servers, served by ``HFPolicy`` from the standard
+library's threading HTTP server. Endpoints: ``GET /v1/models``, ``GET /health``,
+``POST /v1/chat/completions`` (string or text / ``image_url`` parts with data URLs; ``max_tokens``,
+``temperature``) and ``POST /generate`` (``text`` rendered with the chat template, one image pad per entry of
+``image_data``; returns ``meta_info.output_token_logprobs``).
+
+Bounded (``ServeLimits``): a body above ``max_body_bytes`` is refused before it is read (413), an image above
+``max_image_pixels`` before it is decoded, a prompt above ``max_prompt_tokens`` before the model sees it, and
+at most ``max_pending`` requests are admitted (running or queued; one generation runs at a time): beyond that
+503 with ``Retry-After``. Every field is validated and a bad one answered 4xx naming it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+import json
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import numpy as np
+
+from paravt.learners.policies.base import Message
+from paravt.learners.policies.hf import HFPolicy
+from paravt_env.protocol import IMAGE_PLACEHOLDER
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ServeLimits:
+    """What one request may cost ``paravt serve``."""
+
+    max_body_bytes: int = 32 * 2**20
+    """Largest request body read (413 above it, before reading)."""
+    max_images: int = 512
+    """Images per request."""
+    max_image_pixels: int = 4096 * 4096
+    """Pixels of one image, read from its header before it is decoded (a 12000 x 12000 PNG is 585 KB)."""
+    max_prompt_tokens: int | None = None
+    """Prompt tokens after the chat template; None: the model's context length."""
+    max_new_tokens: int = 8192
+    """Largest ``max_tokens`` / ``max_new_tokens`` accepted."""
+    max_pending: int = 64
+    """Requests admitted at once, running or queued (one generation runs at a time); 503 beyond."""
+
+
+ROLES = frozenset({"system", "user", "assistant", "tool"})
+
+
+class BadRequest(ValueError):
+    """A request the server refuses, with the HTTP status to answer (4xx) and a message naming the field."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def decode_image(data: Any, where: str, limits: ServeLimits) -> np.ndarray:
+    """An RGB array from base64 bytes or a ``data:image/...;base64,`` URL; its size is checked from the header
+    before the pixels are decoded."""
+    from PIL import Image, UnidentifiedImageError
+
+    if not isinstance(data, str):
+        raise BadRequest(f"{where} must be a base64 string or data URL, got {type(data).__name__}")
+    if data.startswith("data:"):
+        data = data.split(",", 1)[-1]
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise BadRequest(f"{where} is not valid base64") from None
+    try:
+        with Image.open(io.BytesIO(raw)) as img:
+            w, h = img.size
+            if w * h > limits.max_image_pixels:
+                raise BadRequest(f"{where} is {w}x{h} pixels, above the limit of {limits.max_image_pixels}", 413)
+            return np.asarray(img.convert("RGB"))
+    except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombError) as exc:
+        raise BadRequest(f"{where} is not a readable image ({type(exc).__name__})") from None
+
+
+def number(body: dict, key: str, lo: float, hi: float, *, integer: bool = False) -> Any:
+    """``body[key]`` if absent (None) or a finite number in [lo, hi] (an integer with ``integer``); else 400."""
+    value = body.get(key)
+    if value is None:
+        return None
+    kind = "an integer" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+        raise BadRequest(f"field {key!r} must be {kind}, got {value!r}")
+    if not math.isfinite(value) or not lo <= value <= hi:
+        raise BadRequest(f"field {key!r} must be {kind} in [{lo:g}, {hi:g}], got {value!r}")
+    return value
+
+
+def conversation_from_openai(messages: Any, limits: ServeLimits | None = None) -> list[Message]:
+    limits = limits or ServeLimits()
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("'messages' must be a non-empty list")
+    out, n_images = [], 0
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ROLES:
+            raise BadRequest(f"messages[{i}] must be an object with a 'role' in {sorted(ROLES)}")
+        content = m.get("content") or ""
+        if isinstance(content, str):
+            out.append(Message(m["role"], content.replace(IMAGE_PLACEHOLDER, "")))
+            continue
+        if not isinstance(content, list):
+            raise BadRequest(f"messages[{i}].content must be a string or a list of parts")
+        text, images = [], []
+        for j, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind == "text":
+                if not isinstance(part.get("text", ""), str):
+                    raise BadRequest(f"messages[{i}].content[{j}].text must be a string")
+                text.append(part.get("text", "").replace(IMAGE_PLACEHOLDER, ""))
+            elif kind == "image_url":
+                ref = part.get("image_url")
+                url = ref.get("url") if isinstance(ref, dict) else None
+                if not isinstance(url, str):
+                    raise BadRequest(f"messages[{i}].content[{j}].image_url must be an object with a 'url' string")
+                if not url.startswith("data:"):
+                    raise BadRequest(f"messages[{i}].content[{j}]: only data: URLs are served here (no downloads)")
+                n_images += 1
+                if n_images > limits.max_images:
+                    raise BadRequest(f"more than {limits.max_images} images in one request", 413)
+                images.append(decode_image(url, f"messages[{i}].content[{j}]", limits))
+                text.append(IMAGE_PLACEHOLDER)
+            else:
+                raise BadRequest(f"messages[{i}].content[{j}] has unsupported type {kind!r}")
+        out.append(Message(m["role"], "".join(text), images))
+    return out
+
+
+class PolicyServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the listen backlog: socketserver's 5 reset clients beyond a handful in flight
+
+    def __init__(self, address: tuple[str, int], policy: HFPolicy, model_name: str, limits: ServeLimits | None = None) -> None:
+        super().__init__(address, _Handler)
+        self.policy, self.model_name = policy, model_name
+        self.limits = limits or ServeLimits()
+        if self.limits.max_prompt_tokens is None:
+            self.limits.max_prompt_tokens = int(getattr(policy.model.config, "max_position_embeddings", 0)
+                                                or getattr(getattr(policy.model.config, "text_config", None), "max_position_embeddings", 32768))  # fmt: skip
+        self._pending = 0
+        self._pending_lock = threading.Lock()
+        self.work = threading.Lock()  # one request decodes, encodes and generates at a time: memory stays flat
+
+    def admit(self) -> bool:
+        with self._pending_lock:
+            if self._pending >= self.limits.max_pending:
+                return False
+            self._pending += 1
+            return True
+
+    def leave(self) -> None:
+        with self._pending_lock:
+            self._pending -= 1
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: PolicyServer
+
+    def log_message(self, fmt: str, *args: Any) -> None:
+        logger.debug("%s " + fmt, self.address_string(), *args)
+
+    def _send(self, code: int, payload: dict, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except OSError:  # the client went away: nothing to answer
+            self.close_connection = True
+
+    def do_GET(self) -> None:
+        if self.path == "/health":
+            self._send(200, {"status": "ok"})
+        elif self.path == "/v1/models":
+            self._send(200, {"object": "list", "data": [{"id": self.server.model_name, "object": "model"}]})
+        else:
+            self._send(404, {"error": {"message": f"no route {self.path}"}})
+
+    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        self._send(status, {"error": {"message": message, "code": status}}, headers)
+
+    def _body(self) -> dict:
+        """The JSON object of the request, read only once its declared size is known to be within the limit."""
+        declared = self.headers.get("Content-Length")
+        if declared is None:
+            raise BadRequest("a Content-Length header is required", 411)
+        try:
+            size = int(declared)
+        except ValueError:
+            raise BadRequest(f"Content-Length {declared!r} is not an integer") from None
+        if size < 0:
+            raise BadRequest(f"Content-Length {size} is negative")
+        if size > self.server.limits.max_body_bytes:
+            raise BadRequest(f"the body is {size} bytes, above the limit of {self.server.limits.max_body_bytes}", 413)
+        raw = self.rfile.read(size)
+        try:
+            body = json.loads(raw.decode("utf-8")) if raw else {}
+        except UnicodeDecodeError:
+            raise BadRequest("the body is not UTF-8") from None
+        except json.JSONDecodeError as exc:
+            raise BadRequest(f"the body is not JSON ({exc.msg} at position {exc.pos})") from None
+        if not isinstance(body, dict):
+            raise BadRequest(f"the body must be a JSON object, got {type(body).__name__}")
+        return body
+
+    def do_POST(self) -> None:
+        routes = {"/v1/chat/completions": self._chat, "/generate": self._generate}
+        if self.path not in routes:
+            self.close_connection = True  # the body is not read
+            self._error(404, f"no route {self.path}")
+            return
+        if not self.server.admit():
+            self.close_connection = True
+            self._error(503, f"{self.server.limits.max_pending} requests are already queued; retry later", {"Retry-After": "1"})
+            return
+        try:
+            body = self._body()
+            with self.server.work:
+                payload = routes[self.path](body)
+            self._send(200, payload)
+        except BadRequest as exc:
+            self.close_connection = exc.status in (411, 413)  # the body was not read: the stream is out of step
+            self._error(exc.status, str(exc))
+        except Exception as exc:  # a server error is answered, not a dropped connection
+            logger.exception("request failed")
+            self._error(500, f"{type(exc).__name__}: {exc}")
+        finally:
+            self.server.leave()
+
+    def _sampling(self, params: dict, tokens_key: str) -> tuple[float | None, int | None]:
+        if not isinstance(params, dict):
+            raise BadRequest("'sampling_params' must be an object")
+        temperature = number(params, "temperature", 0.0, 2.0)
+        number(params, "top_p", 0.0, 1.0)
+        max_new = number(params, tokens_key, 1, self.server.limits.max_new_tokens, integer=True)
+        return temperature, max_new
+
+    def _check_prompt(self, n_tokens: int) -> None:
+        cap = self.server.limits.max_prompt_tokens
+        if cap and n_tokens > cap:
+            raise BadRequest(f"the prompt is {n_tokens} tokens, above the limit of {cap}", 413)
+
+    def _check_text(self, text: str, where: str) -> None:
+        # A cheap bound before tokenising: no token of these tokenizers spans more than 64 characters.
+        cap = self.server.limits.max_prompt_tokens
+        if cap and len(text) > 64 * cap:
+            raise BadRequest(f"{where} is {len(text)} characters, longer than any prompt of {cap} tokens", 413)
+
+    def _chat(self, body: dict) -> dict:
+        policy = self.server.policy
+        temperature, max_new = self._sampling(body, "max_tokens")
+        conversation = conversation_from_openai(body.get("messages"), self.server.limits)
+        self._check_text("".join(m.text for m in conversation), "the text of 'messages'")
+        encoded = policy.encode(conversation)
+        self._check_prompt(len(encoded.input_ids))
+        [gen] = policy.generate_encoded([encoded], temperature=temperature, max_new_tokens=max_new)
+        return {
+            "id": f"chatcmpl-{time.time_ns()}", "object": "chat.completion", "created": int(time.time()),
+            "model": self.server.model_name,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": gen.text},
+                         "finish_reason": gen.finish_reason}],
+            "usage": {"completion_tokens": len(gen.token_ids)},
+        }  # fmt: skip
+
+    def _generate(self, body: dict) -> dict:
+        policy = self.server.policy
+        text = body.get("text")
+        if not isinstance(text, str):
+            raise BadRequest("'text' (the rendered prompt) is required")
+        self._check_text(text, "'text'")
+        data = body.get("image_data") or []
+        if not isinstance(data, list):
+            raise BadRequest("'image_data' must be a list")
+        if len(data) > self.server.limits.max_images:
+            raise BadRequest(f"{len(data)} images in one request, above the limit of {self.server.limits.max_images}", 413)
+        images = [decode_image(x, f"image_data[{i}]", self.server.limits) for i, x in enumerate(data)]
+        temperature, max_new = self._sampling(body.get("sampling_params") or {}, "max_new_tokens")
+        encoded = policy._encode_text(text, images)
+        self._check_prompt(len(encoded.input_ids))
+        [gen] = policy.generate_encoded([encoded], temperature=temperature, max_new_tokens=max_new)
+        text_out = policy.tokenizer.decode([t for t in gen.token_ids if t not in policy.eos_ids])
+        return {
+            "text": text_out,
+            "meta_info": {
+                "output_token_logprobs": [[lp, tid, None] for lp, tid in zip(gen.logprobs, gen.token_ids, strict=True)],
+                "finish_reason": {"type": gen.finish_reason},
+                "prompt_tokens": len(encoded.input_ids),
+                "completion_tokens": len(gen.token_ids),
+            },
+        }
+
+
+def serve(model: str, host: str = "127.0.0.1", port: int = 8000, ready=print, limits: ServeLimits | None = None) -> None:
+    from paravt.learners.policies.card import trained_pixels
+
+    # A checkpoint trained here is served at its trained pixel budget (its card); others at their own.
+    policy = HFPolicy.from_pretrained(model, device="auto", temperature=0.0, **trained_pixels(model))
+    server = PolicyServer((host, port), policy, model, limits)
+    ready(f"paravt serve: {model} listening on http://{server.server_address[0]}:{server.server_address[1]}")
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()

@@ -1,0 +1,104 @@
+"""What a training run is made of, before any step: its data (the training samples, the perception pool, the
+held-out split and its needle-free copy), its model path (a checkpoint, a hub id or the tiny model built
+locally), and the env and reward configuration each algorithm trains under."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from paravt.learners.config import TrainConfig
+from paravt.learners.policies.hf import THINK_PREFIX
+from paravt_env import EnvConfig, load_samples
+from paravt_env.paths import cache_dir
+from paravt_env.rewards import RewardConfig
+
+
+def synth_dir(synth) -> Path:
+    """Cache directory of a synthetic dataset: named by everything that shapes its videos and questions."""
+    qkey = hashlib.sha256(json.dumps(list(synth.question_kinds)).encode()).hexdigest()[:6]
+    return cache_dir() / f"synth_{synth.video_key()}_n{synth.n}_s{synth.seed}_q{qkey}"
+
+
+def resolve_data(cfg: TrainConfig):
+    if cfg.data.path:
+        return load_samples(cfg.data.path, video_root=cfg.data.video_root)
+    from paravt_env.data.synthetic import generate_dataset
+
+    synth = cfg.data.synth_config()
+    return generate_dataset(synth_dir(synth), synth, progress=False, workers=2)
+
+
+def resolve_perception_data(cfg: TrainConfig):
+    """The perception stage's own pool of short synthetic videos (None: no stage, or real data)."""
+    if cfg.perception.steps <= 0 or cfg.data.path:
+        return None
+    from paravt_env.data.synthetic import generate_dataset
+
+    p = cfg.perception
+    synth = cfg.data.synth_config(n=p.videos, seed=cfg.data.synth_seed + 500_000, min_duration=p.min_duration,
+                                  max_duration=p.max_duration)  # fmt: skip
+    return generate_dataset(synth_dir(synth), synth, progress=False, workers=2)
+
+
+def write_heldout(cfg: TrainConfig, out: Path, *, blank: bool = False):
+    """The held-out split (``data.heldout_n`` videos of the training distribution, their own seed) in
+    ``OUT/heldout`` (videos and samples.jsonl): never trained on, evaluated at the end of the run. With
+    ``blank``, the same samples with their needles left out of the videos, in ``OUT/heldout_blank``: the
+    control that the policy answers from the pixels."""
+    if cfg.data.heldout_n <= 0 or cfg.data.path:
+        return None
+    from paravt_env.data.synthetic import generate_dataset
+
+    synth = cfg.data.synth_config(n=cfg.data.heldout_n, seed=cfg.data.heldout_seed, needles_visible=not blank)
+    return generate_dataset(out / ("heldout_blank" if blank else "heldout"), synth, progress=False, workers=2)
+
+
+def resolve_model_path(cfg: TrainConfig) -> Path | str:
+    if cfg.model.path:
+        path = Path(cfg.model.path).expanduser()
+        # "org/name" is a hub id; an absolute or ./-relative path, or one with more parts, is a directory.
+        local = path.is_absolute() or cfg.model.path.startswith((".", "~")) or len(path.parts) > 2
+        if local and not path.is_dir():
+            raise FileNotFoundError(f"model.path {cfg.model.path} is not a checkpoint directory (it does not exist)")
+        return str(path) if local else cfg.model.path
+    from paravt.learners.policies.tiny_model import BUILDER_VERSION, build_tiny_model
+
+    size = cfg.model.size
+    name = f"tiny_{cfg.model.tiny_arch}" if size == "tiny" else f"random_{cfg.model.tiny_arch}_{size}"
+    path = cache_dir() / f"{name}_seed0_v{BUILDER_VERSION}"
+    if not (path / "tiny_model.json").is_file():
+        # A published size is initialised where it will run (seconds on a GPU, minutes on 2 cores).
+        device = "cpu" if size == "tiny" else _build_device(cfg.model.device)
+        build_tiny_model(path, arch=cfg.model.tiny_arch, seed=0, overwrite=True, size=size, device=device)
+    return path
+
+
+def _build_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def reward_config(cfg: TrainConfig) -> RewardConfig:
+    return cfg.para.reward_config() if cfg.algorithm == "para_grpo" else RewardConfig.vanilla()
+
+
+def uses_think_prefix(cfg: TrainConfig) -> bool:
+    return cfg.think_prefix
+
+
+def env_config(cfg: TrainConfig) -> EnvConfig:
+    e = cfg.env
+    gating = cfg.algorithm == "para_grpo" and cfg.para.nframes_gating
+    return EnvConfig(
+        frame_budget=e.frame_budget, max_turns=e.max_turns, max_parallel=e.max_parallel, crop_fps=e.crop_fps,
+        crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels, prompt_mode=e.env_prompt_mode(),
+        tool_result=e.tool_result, subagent=(lambda r: "") if e.tool_result == "subagent" else None,
+        nframes_gating=gating, gating_choices=cfg.para.gating_choices, seed=cfg.seed, reward=reward_config(cfg),
+        response_prefix=THINK_PREFIX if uses_think_prefix(cfg) else "",  # the reward scores generated text only
+        protocol=e.protocol, release_overview_fps=e.release_overview_fps,
+    )  # fmt: skip

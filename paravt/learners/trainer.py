@@ -1,0 +1,428 @@
+"""The local trainer: SFT cold start, then GRPO / PARA-GRPO on the env, on one machine.
+
+    paravt train --recipe tiny_cpu --out runs/tiny [--steps N] [--resume] [key=value ...]
+
+One step: ``prompts_per_step`` prompts, each played ``group_size`` times side by side (same sample, same
+epoch, hence the same gated K), batched generation; rewards from the env; advantages (group-normalised,
+per token with token anchoring); one PPO-clipped update with KL to the frozen initial policy. Every step
+appends a row to ``RUN/metrics.jsonl`` and redraws ``RUN/curves.png``; every ``save_every`` steps (and on
+Ctrl-C, and at the end) ``RUN/checkpoint`` gets the model, the optimizer, the RNG states and the data
+position of the last completed step, so ``--resume`` continues the run as if never interrupted.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import random
+import shutil
+import statistics
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from paravt.learners import checkpoint
+from paravt.learners.advantages import kl_reward_advantages, training_units
+from paravt.learners.coldstart.pipeline import run_cold_start
+from paravt.learners.coldstart.sft import progress_bar
+from paravt.learners.coldstart.store import ColdStartStore
+from paravt.learners.config import TrainConfig
+from paravt.learners.grpo import (
+    clipped_policy_loss,
+    kl_penalty,
+    masked_mean,
+)
+from paravt.learners.interrupts import commit_section
+from paravt.learners.metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
+from paravt.learners.optim import adamw
+from paravt.learners.para_grpo import token_anchored_advantages
+from paravt.learners.policies.card import CARD_NAME, write_card
+from paravt.learners.policies.encoded import length_buckets
+from paravt.learners.policies.hf import HFPolicy
+from paravt.learners.rollout import Trajectory, run_batch
+from paravt.learners.run_setup import (  # noqa: F401  (write_heldout, synth_dir: still importable from here)
+    env_config,
+    resolve_data,
+    resolve_model_path,
+    resolve_perception_data,
+    reward_config,
+    synth_dir,
+    uses_think_prefix,
+    write_heldout,
+)
+from paravt.learners.step_clock import StepClock
+from paravt_env import VideoToolEnv, storage
+from paravt_env.config import flatten_dotted
+from paravt_env.memory import release_free_memory
+
+logger = logging.getLogger(__name__)
+
+
+
+# --- the trainer ------------------------------------------------------------------------------------------
+class Trainer:
+    def __init__(self, cfg: TrainConfig, out: str | Path, *, resume: bool = False, progress: bool = True,
+                 allow_config_change: bool = False) -> None:  # fmt: skip
+        self.cfg, self.out, self.progress = cfg, Path(out), progress
+        self.out.mkdir(parents=True, exist_ok=True)
+        # One writer per run directory: two trainers on one --out interleave metrics.jsonl and swap each
+        # other's checkpoints. Released by close() or, if the process dies, by the kernel.
+        self._lock = storage.DirectoryLock(self.out, "train.lock", "trained")
+        try:
+            self._setup(cfg, resume, allow_config_change)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _setup(self, cfg: TrainConfig, resume: bool, allow_config_change: bool) -> None:
+        self.envs: list[VideoToolEnv] = []
+        self.ckpt = self.out / "checkpoint"
+        self.metrics_path = self.out / "metrics.jsonl"
+        self.resume_requested = resume
+        if resume:
+            checkpoint.recover(self.out)
+            self._check_same_config(allow_config_change)
+        elif (partial := ColdStartStore(self.out)).exists():
+            raise FileExistsError(f"{self.out} holds an interrupted cold start ({partial.describe()}): pass --resume "
+                                  "to continue it, or use a new --out")  # fmt: skip
+        # An SFT-only run (the release's SFT recipe: steps 0, sft.data) needs no RL prompts.
+        sft_only = cfg.steps == 0 and bool(cfg.sft.data) and not cfg.data.path
+        self.samples = [] if sft_only else resolve_data(cfg)
+        if not self.samples and not sft_only:
+            raise ValueError("the training data holds no sample")
+        base_path = resolve_model_path(cfg)
+        self.base_path = Path(base_path) if Path(str(base_path)).exists() else None
+        self.resumed = resume and (self.ckpt / "state.json").is_file()
+        # Killed after the cold start but before the first RL checkpoint: start RL again from the saved cold
+        # start (its steps are redone; their metrics go).
+        coldstart = self.out / "coldstart" / "model"
+        self.from_coldstart = resume and not self.resumed and (coldstart / CARD_NAME).is_file()
+        if resume and not self.resumed and self.metrics_path.exists():
+            logger.warning("%s: no checkpoint to resume from; RL restarts from %s", self.out,
+                           "the saved cold start" if self.from_coldstart else "the beginning")  # fmt: skip
+            self.metrics_path.unlink()
+        load_from = self.ckpt / "model" if self.resumed else coldstart if self.from_coldstart else base_path
+        dtype = torch.bfloat16 if cfg.model.dtype == "bf16" else torch.float32
+        think = uses_think_prefix(cfg)
+        self.policy = HFPolicy.from_pretrained(
+            load_from, device=cfg.model.device, dtype=dtype, max_new_tokens=cfg.rollout.max_new_tokens,
+            temperature=cfg.rollout.temperature, think_prefix=think,
+            **dict(zip(("min_pixels", "max_pixels"), cfg.model.processor_pixels(cfg.env.min_pixels, cfg.env.max_pixels), strict=True)),
+            batch_tokens=cfg.rollout.batch_tokens,
+        )  # fmt: skip
+        if cfg.model.gradient_checkpointing:
+            # transformers 5.23 names it gradient_checkpointing_enable (deprecated there for the new name)
+            enable = getattr(self.policy.model, "activation_checkpointing_enable", None) or self.policy.model.gradient_checkpointing_enable
+            enable()
+        self.optimizer = self._new_optimizer()
+        n_envs = cfg.rollout.prompts_per_step * cfg.rollout.group_size  # one env per rollout of a step
+        self.envs = [VideoToolEnv(self.samples, env_config(cfg)) for _ in range(n_envs)] if self.samples else []
+        self.step, self.epoch, self.cursor = 0, 0, 0
+        self.order = list(range(len(self.samples)))
+        self.ref_model = None
+        if self.resumed:
+            self._load_state()
+        else:
+            random.Random(cfg.seed).shuffle(self.order)
+            torch.manual_seed(cfg.seed)
+            if self.metrics_path.exists():
+                raise FileExistsError(f"{self.metrics_path} exists: pass --resume to continue that run, or a new --out")
+            (self.out / "config.json").write_text(json.dumps(cfg.as_dict(), indent=2) + "\n")
+        self._commit()
+
+    def _commit(self) -> None:
+        """Snapshot the data position and every RNG: what a checkpoint saves, whenever it is saved. Taken only at
+        step boundaries (inside ``commit_section``), so a checkpoint written on Ctrl-C in the middle of a step
+        holds the position and RNGs of the last completed step, as its weights do: the interrupted step is
+        replayed whole on ``--resume``, and the run continues as if never interrupted."""
+        self._committed = {"step": self.step, "epoch": self.epoch, "cursor": self.cursor, "order": list(self.order),
+                           "rng": rng_states()}  # fmt: skip
+
+    def _new_optimizer(self) -> torch.optim.AdamW:
+        return adamw(self.policy.model.parameters(), lr=self.cfg.optim.lr, weight_decay=self.cfg.optim.weight_decay)
+
+    def _check_same_config(self, allow: bool) -> None:
+        """``--resume`` continues the run it finds; other settings are refused unless asked for (``steps``
+        may grow, logging may change)."""
+        path = self.out / "config.json"
+        if not path.is_file():
+            return
+        old, new = flatten_dotted(json.loads(path.read_text())), flatten_dotted(json.loads(json.dumps(self.cfg.as_dict())))
+        # A setting newer than the run (absent from its config.json) at its default changes nothing it did.
+        defaults = flatten_dotted(json.loads(json.dumps(type(self.cfg)().as_dict())))
+        changed = sorted(k for k in old.keys() | new.keys()
+                         if k != "steps" and not k.startswith("log.") and old.get(k) != new.get(k)
+                         and not (k not in old and k in defaults and new.get(k) == defaults[k]))  # fmt: skip
+        if changed and not allow:
+            details = "; ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in changed[:6])
+            raise ValueError(f"--resume with settings other than {path}'s ({details}); pass --allow-config-change "
+                             "to continue under the new ones, or use a new --out")  # fmt: skip
+        if changed:
+            logger.warning("resuming with changed settings: %s", ", ".join(changed))
+            path.write_text(json.dumps(self.cfg.as_dict(), indent=2) + "\n")
+
+    # -- data position ------------------------------------------------------------------------------------
+    def next_prompts(self, n: int) -> list[tuple[int, int]]:
+        """(sample index, epoch) of the next ``n`` prompts; the order is reshuffled at every epoch."""
+        out = []
+        for _ in range(n):
+            if self.cursor >= len(self.order):
+                self.epoch += 1
+                self.cursor = 0
+                random.Random(self.cfg.seed + self.epoch).shuffle(self.order)
+            out.append((self.order[self.cursor], self.epoch))
+            self.cursor += 1
+        return out
+
+    # -- cold start -------------------------------------------------------------------------------------
+    def cold_start(self) -> None:
+        """Perception + SFT (``paravt.learners.coldstart.pipeline``) when the recipe asks for them, saved as
+        ``RUN/coldstart/model``: the checkpoint every RL arm of a comparison should start from. Its RNG states
+        are saved beside it (``rng.pt``), so RL resumed from the saved cold start draws what it would have."""
+        cfg = self.cfg
+        rng_file = self.out / "coldstart" / "rng.pt"
+        if self.from_coldstart and rng_file.is_file():
+            set_rng_states(torch.load(rng_file, weights_only=False))
+            self._commit()
+        if self.resumed or self.from_coldstart or (cfg.perception.steps <= 0 and cfg.sft.steps <= 0):
+            return
+        summary = run_cold_start(self.policy, self.samples, cfg, self.out, perception_samples=resolve_perception_data(cfg),
+                                 progress=self.progress, resume=self.resume_requested)  # fmt: skip
+        target = self.out / "coldstart" / "model"
+        # The cold start trained the weights with its own optimiser: RL's starts from them (a bf16 model's fp32
+        # masters are copied from the weights as they are now, not as they were before the cold start).
+        self.optimizer = self._new_optimizer()
+        with commit_section():
+            torch.save(rng_states(), rng_file)
+            self._save_model(target, self.base_path)
+            (self.out / "coldstart" / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+            storage.fsync_tree(self.out / "coldstart")
+            self._commit()
+        ColdStartStore(self.out).clear()  # saved whole: its partial state has served
+
+    # -- one RL step --------------------------------------------------------------------------------------
+    def rl_step(self) -> dict[str, Any]:
+        """Collect one step's rollouts, update on them once, and record the step (metrics row, rollout records,
+        the committed position); returns the step's metrics row. An interrupt before the optimiser step
+        leaves the weights and the committed position of the previous step; the rest runs uninterrupted."""
+        clock = StepClock(self.policy.device)
+        groups = self.collect()
+        rollout_s = clock.lap()
+        trajs = [t for g in groups for t in g]
+        stats = self.update(groups, apply=False, clock=clock)
+        with commit_section():
+            self._apply_gradients()
+            self.step += 1
+            self._write_rollouts(groups)
+            row = {"step": self.step, **rollout_metrics(trajs), **stats}
+            row["tokens_per_s"] = sum(t.n_generated for t in trajs) / max(rollout_s, 1e-9)
+            row.update(clock.split(rollout_s, stats["train_tokens"]))
+            row["epoch"] = self.epoch
+            with open(self.metrics_path, "a") as f:
+                f.write(json.dumps(row) + "\n")
+            self._commit()
+        return row
+
+    def _write_rollouts(self, groups: list[list[Trajectory]]) -> None:
+        """A sample of the step's episode records (``log.rollouts_per_step``), one per group first, as
+        ``RUN/rollouts/step_NNNNNN.jsonl`` (a replayed step after ``--resume`` rewrites its file)."""
+        n = self.cfg.log.rollouts_per_step
+        if n == 0:
+            return
+        size = max((len(g) for g in groups), default=0)
+        ordered = [g[i] for i in range(size) for g in groups if i < len(g)]  # one per group, then the next
+        chosen = [t for t in (ordered if n < 0 else ordered[:n]) if t.record is not None]
+        folder = self.out / "rollouts"
+        folder.mkdir(exist_ok=True)
+        rows = [{"id": f"{t.sample_id}@{self.step}.{k}", "episode": {**t.record, "step": self.step}} for k, t in enumerate(chosen)]
+        storage.write_text_atomic(folder / f"step_{self.step:06d}.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+
+    def collect(self) -> list[list[Trajectory]]:
+        """The next ``prompts_per_step`` prompts, each played ``group_size`` times (same sample and epoch, so
+        the same gated K), all at once: one batched generation per turn for the whole step."""
+        cfg = self.cfg
+        self.policy.model.eval()
+        size = cfg.rollout.group_size
+        prompts = self.next_prompts(cfg.rollout.prompts_per_step)
+        options = [{"sample": self.samples[index], "epoch": epoch} for index, epoch in prompts for _ in range(size)]
+        trajs = run_batch(self.envs, self.policy, options)
+        return [trajs[k * size : (k + 1) * size] for k in range(len(prompts))]
+
+    def update(self, groups: list[list[Trajectory]], *, apply: bool = True, clock: StepClock | None = None) -> dict[str, float]:
+        """One PPO-clipped optimiser step on the groups' trajectories (rewards already in them); returns the
+        mean loss, KL, clip fraction and entropy over the trained trajectories and ``train_tokens``, the tokens
+        of the sequences forwarded and backwarded. With ``apply=False`` only the gradients are computed
+        (``_apply_gradients`` takes the step, inside ``rl_step``'s commit section). ``clock`` is charged with the
+        frozen reference's forward passes (``StepClock.reference``)."""
+        cfg = self.cfg
+        clock = clock or StepClock(self.policy.device)
+        units, token_level, kl_reward = training_units(groups, cfg)
+        step, cap = max(1, cfg.optim.micro_batch), cfg.optim.micro_batch_tokens
+        with clock.reference():
+            token_adv = self._kl_reward_advantages(units, token_level, step, cap) if kl_reward else None
+
+        # Update: one PPO-clipped step, forward/backward one length bucket of trajectories at a time
+        # (``optim.micro_batch`` rows, ``optim.micro_batch_tokens`` padded tokens).
+        self.policy.model.train()
+        self.optimizer.zero_grad()
+        stats: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}
+        for bucket in length_buckets([len(tr.encoded.input_ids) for tr, *_ in units], max_rows=step, max_tokens=cap):
+            chunk = [units[i] for i in bucket]
+            encoded = [tr.encoded for tr, *_ in chunk]
+            logps = self.policy.batch_logprobs(encoded, micro_batch=step, max_tokens=cap)
+            refs = [None] * len(chunk)
+            if cfg.grpo.kl_coef > 0:
+                with torch.no_grad(), clock.reference():
+                    refs = self.policy.batch_logprobs(encoded, model=self._reference(), micro_batch=step, max_tokens=cap)
+            total = torch.zeros((), device=logps[0].device)
+            for i, (tr, at, af, weight), logp, ref in zip(bucket, chunk, logps, refs, strict=True):
+                mask = torch.tensor(tr.loss_mask[1:], dtype=torch.float32, device=logp.device)
+                old = torch.tensor(tr.logprobs[1:], dtype=torch.float32, device=logp.device)
+                if token_adv is not None:
+                    adv = token_adv[i].to(logp.device)
+                elif token_level:
+                    struct = torch.tensor(tr.struct_mask[1:], device=logp.device)
+                    adv = token_anchored_advantages(at, af, struct, cfg.para.anchor_weight)
+                else:
+                    adv = torch.full_like(logp, at)
+                loss, diag = clipped_policy_loss(logp, old, adv, mask, cfg.grpo.eps_clip, cfg.grpo.eps_clip_high, cfg.grpo.is_cap)
+                kl = torch.zeros((), device=logp.device)
+                if ref is not None:
+                    kl = masked_mean(kl_penalty(logp, ref, cfg.grpo.kl_estimator), mask)
+                    if not kl_reward:  # in the reward form the KL is already in the advantages
+                        loss = loss + cfg.grpo.kl_coef * kl
+                total = total + weight * loss
+                stats["loss"].append(float(loss.detach()))
+                stats["kl"].append(float(kl.detach()))
+                stats["clip_fraction"].append(diag["clip_fraction"])
+                stats["entropy"].append(float(-masked_mean(logp.detach(), mask)))  # sampled-token estimate
+            total.backward()
+        self.policy.model.eval()
+        if apply:
+            self._apply_gradients()
+        means = {k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()}
+        return {**means, "train_tokens": sum(len(tr.encoded.input_ids) for tr, *_ in units)}
+
+    def _apply_gradients(self) -> None:
+        torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.cfg.optim.grad_clip)
+        self.optimizer.step()
+
+    def _kl_reward_advantages(self, units: list, token_level: bool, micro_batch: int, cap: int | None) -> list[torch.Tensor]:
+        """``advantages.kl_reward_advantages`` with the frozen reference's log-probs of every unit."""
+        with torch.no_grad():
+            refs = self.policy.batch_logprobs([tr.encoded for tr, *_ in units], model=self._reference(),
+                                              micro_batch=micro_batch, max_tokens=cap)  # fmt: skip
+        return kl_reward_advantages(units, refs, self.cfg, token_level)
+
+    def _reference(self):
+        """The frozen initial policy (after the cold start), for the KL penalty."""
+        if self.ref_model is None:
+            self.ref_model = copy.deepcopy(self.policy.model).eval()
+            for p in self.ref_model.parameters():
+                p.requires_grad_(False)
+        return self.ref_model
+
+    # -- checkpoints --------------------------------------------------------------------------------------
+    def _save_model(self, target: Path, source: Path | None) -> None:
+        """The policy as a loadable checkpoint: weights, the tokenizer / processor files of ``source``, and a
+        policy card naming the protocol it was trained with (``paravt.learners.policies.card``)."""
+        target.mkdir(parents=True, exist_ok=True)
+        self.policy.model.save_pretrained(target)
+        if source is not None:  # tokenizer, processor configs, chat template
+            for f in Path(source).iterdir():
+                if f.is_file() and not f.name.startswith(("model", "config.json", "generation_config")):
+                    shutil.copy2(f, target / f.name)
+        low, high = self.cfg.model.processor_pixels(self.cfg.env.min_pixels, self.cfg.env.max_pixels)
+        write_card(target, think_prefix=uses_think_prefix(self.cfg), env=asdict(self.cfg.env), algorithm=self.cfg.algorithm,
+                   processor_pixels={"min_pixels": low, "max_pixels": high})  # fmt: skip
+
+    def save(self) -> None:
+        """The model, optimiser, RNG and data position, swapped in atomically (``paravt.learners.checkpoint``)."""
+        state = {k: v for k, v in self._committed.items() if k != "rng"}
+        checkpoint.save(self.out, state, self._write_checkpoint)
+        self.resumed = True
+
+    def _write_checkpoint(self, tmp: Path) -> None:
+        source = self.ckpt / "model" if self.resumed and (self.ckpt / "model").is_dir() else self.base_path
+        if source is None and self.from_coldstart:
+            source = self.out / "coldstart" / "model"
+        self._save_model(tmp / "model", source)
+        torch.save({"optimizer": self.optimizer.state_dict(), **self._committed["rng"]}, tmp / "trainer.pt")
+        if self.ref_model is not None:
+            torch.save(self.ref_model.state_dict(), tmp / "reference.pt")
+
+    def _load_state(self) -> None:
+        state = json.loads((self.ckpt / "state.json").read_text())
+        self.step, self.epoch, self.cursor, self.order = state["step"], state["epoch"], state["cursor"], state["order"]
+        extra = torch.load(self.ckpt / "trainer.pt", weights_only=False)
+        self.optimizer.load_state_dict(extra["optimizer"])
+        set_rng_states(extra)
+        if (self.ckpt / "reference.pt").is_file():
+            self._reference().load_state_dict(torch.load(self.ckpt / "reference.pt"))
+        # Metrics after the checkpoint belong to steps that will be run again: drop them.
+        if self.metrics_path.exists():
+            rows = read_jsonl(self.metrics_path)
+            keep = [r for r in rows if r["step"] <= self.step]
+            self.metrics_path.write_text("".join(json.dumps(r) + "\n" for r in keep))
+
+    # -- the run ------------------------------------------------------------------------------------------
+    def train(self, steps: int | None = None) -> list[dict[str, Any]]:
+        total = self.cfg.steps if steps is None else steps
+        sinks = MetricSinks(self.cfg, self.out)  # fail before any work if a requested sink is missing
+        self.cold_start()
+        release_free_memory(collect=True)  # the cold start's examples and episodes are gone: give their pages back
+        if self.cfg.grpo.kl_coef > 0:
+            self._reference()
+        rows = read_jsonl(self.metrics_path)
+        bar = progress_bar(total, "train", self.progress, initial=self.step)
+        try:
+            while self.step < total:
+                row = self.rl_step()
+                release_free_memory(collect=True)  # a step's trajectories (frames, activations) are freed by now
+                rows.append(row)
+                plot_curves(rows, self.out / "curves.png", self._sft_rows())
+                sinks.write(row)
+                if bar:
+                    bar.update(1)
+                    bar.set_postfix(reward=f"{row['reward_mean']:.2f}", fmt=f"{row['format_reward']:.2f}",
+                                    kappa=f"{row['tool_calls_per_rollout']:.2f}")  # fmt: skip
+                if self.step % self.cfg.save_every == 0:
+                    self.save()
+        except KeyboardInterrupt:
+            logger.warning("interrupted during step %d: saving the checkpoint of step %d (the last completed one) "
+                           "before exiting", self.step + 1, self.step)  # fmt: skip
+            self.save()
+            raise
+        finally:
+            if bar:
+                bar.close()
+            sinks.close()
+        self.save()
+        return rows
+
+    def _sft_rows(self) -> list[dict[str, Any]]:
+        path = self.out / "sft_metrics.jsonl"
+        if not path.is_file():
+            return []
+        return read_jsonl(path)
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+        self._lock.release()
+
+
+def rng_states() -> dict[str, Any]:
+    """torch's, numpy's and Python's global RNG states (what a checkpoint restores)."""
+    return {"torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}
+
+
+def set_rng_states(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["torch_rng"])
+    np.random.set_state(states["numpy_rng"])
+    random.setstate(states["python_rng"])
+

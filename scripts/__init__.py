@@ -1,1 +1,0 @@
-"""The ``paravt`` command line: the only layer that turns errors into messages and exit codes."""

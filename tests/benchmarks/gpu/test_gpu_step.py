@@ -1,0 +1,77 @@
+"""benchmarks.gpu.gpu_step runs the real trainer end to end and reports its figures; here on the CPU, tiny model."""
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from benchmarks.gpu.gpu_step import FIGURES, main  # noqa: E402
+
+TINY = ["model.size=tiny", "model.device=cpu", "model.dtype=fp32", "model.gradient_checkpointing=false",
+        "rollout.group_size=2", "rollout.max_new_tokens=24", "env.frame_budget=4", "env.crop_max_frames=4",
+        "data.size=112", "data.synth_n=2", "data.min_duration=30", "data.max_duration=40", "sft.episodes=1",
+        "sft.steps=1", "sft.frame_budgets=[4]"]  # fmt: skip
+
+
+def test_the_gpu_recipe_reports_every_figure_on_a_cpu(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PARAVT_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    assert main(["--out", str(out), "--steps", "2", "--peak-tflops", "1", "--no-progress", *TINY]) == 0
+    result = json.loads((out / "gpu_step.json").read_text())
+    assert [r["step"] for r in result["steps"]] == [1, 2] and result["summary_over"] == [2]
+    for row in result["steps"]:
+        assert set(FIGURES) <= set(row)
+        assert row["rollout_s"] > 0 and row["update_s"] > 0 and row["reference_s"] > 0  # gpu_smoke: KL in the reward
+        assert row["train_tokens"] > 0 and row["generated_tokens"] > 0 and row["model_tflops"] > 0
+        # MFU = model FLOPs / (update seconds x peak), the peak given as 1 TFLOP/s
+        assert row["mfu"] == pytest.approx(row["model_tflops"] / row["update_s"])
+    assert result["summary"]["update_s"] == result["steps"][1]["update_s"]
+    assert result["model"]["size"] == "tiny" and result["parameters"] < 10**6 and result["cold_start_s"] > 0
+    printed = capsys.readouterr().out
+    assert "step 2: rollout" in printed and "update MFU" in printed
+
+
+def test_a_cuda_recipe_without_a_gpu_is_a_usage_error(tmp_path, capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(SystemExit) as exc:
+        main(["--out", str(tmp_path / "x")])
+    assert exc.value.code == 2
+    assert "torch sees no GPU here; pass model.device=cpu" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_out_of_memory_is_reported_with_its_step(tmp_path, monkeypatch, capsys):
+    from paravt.learners.trainer import Trainer
+
+    monkeypatch.setenv("PARAVT_CACHE", str(tmp_path / "cache"))
+    real = Trainer.rl_step
+
+    def second_step_does_not_fit(self):
+        if self.step == 1:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 70.00 GiB")
+        return real(self)
+
+    monkeypatch.setattr(Trainer, "rl_step", second_step_does_not_fit)
+    out = tmp_path / "run"
+    assert main(["--out", str(out), "--steps", "3", "--no-progress", *TINY]) == 1
+    result = json.loads((out / "gpu_step.json").read_text())
+    assert [r["step"] for r in result["steps"]] == [1]
+    assert result["out_of_memory"]["step"] == 2 and "Tried to allocate 70.00 GiB" in result["out_of_memory"]["error"]
+    assert "out of memory in step 2" in capsys.readouterr().out
+
+
+def test_a_cold_start_that_does_not_fit_is_step_0(tmp_path, monkeypatch):
+    from paravt.learners.trainer import Trainer
+
+    monkeypatch.setenv("PARAVT_CACHE", str(tmp_path / "cache"))
+
+    def does_not_fit(self):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 35.00 GiB")
+
+    monkeypatch.setattr(Trainer, "cold_start", does_not_fit)
+    out = tmp_path / "run"
+    assert main(["--out", str(out), "--steps", "2", "--no-progress", *TINY]) == 1
+    result = json.loads((out / "gpu_step.json").read_text())
+    assert result["steps"] == [] and result["out_of_memory"]["step"] == 0

@@ -1,0 +1,77 @@
+"""``paravt.experiments.repro.jobs``: jobs in spawned workers, each with its thread share; a failure is named; an interrupt reaches
+every running worker exactly once and is waited for."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from paravt.experiments.repro.jobs import JobFailed, run_jobs
+
+
+@pytest.fixture
+def helpers(monkeypatch):
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))  # spawned workers get this sys.path
+    import jobs_helpers
+
+    return jobs_helpers
+
+
+def test_jobs_run_in_separate_workers_with_their_thread_share(tmp_path, helpers):
+    done = []
+    run_jobs([(k, helpers.record, (str(tmp_path), k)) for k in "abc"], 2, threads=1,
+             on_done=lambda key, s: done.append(key))  # fmt: skip
+    assert sorted(done) == ["a", "b", "c"]
+    seen = [json.loads((tmp_path / k).read_text()) for k in "abc"]
+    assert len({s["pid"] for s in seen}) == 3 and os.getpid() not in {s["pid"] for s in seen}
+    assert all(s["threads"] == 1 for s in seen)
+    assert all(s["pgid"] == s["pid"] for s in seen)  # own process group: a terminal's Ctrl-C skips them
+
+
+def test_a_failed_job_is_named_and_no_later_job_starts(tmp_path, helpers):
+    done = []
+    with pytest.raises(JobFailed, match=r"failed: bad \(exit code 1\)"):
+        run_jobs([("ok", helpers.record, (str(tmp_path), "ok")), ("bad", helpers.fail, (str(tmp_path), "bad")),
+                  ("later", helpers.record, (str(tmp_path), "later"))], 1, on_done=lambda key, s: done.append(key))  # fmt: skip
+    assert done == ["ok"] and not (tmp_path / "later").exists()
+    with pytest.raises(ValueError, match="at least 1"):
+        run_jobs([], 0)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to a parent started in the background (SIGINT ignored)",
+                                 "Ctrl-C to the terminal's process group"])
+def test_an_interrupt_reaches_every_running_worker_once_and_is_waited_for(tmp_path, how, helpers):
+    parent = textwrap.dedent(f"""
+        import signal, sys
+        sys.path[:0] = {sys.path!r}
+        if {how.startswith("SIGTERM")!r}:  # as `cmd &` in a shell script, or nohup: SIGINT ignored from the start
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        else:  # a foreground terminal's, whatever the test run itself inherited
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        from jobs_helpers import wait_for_interrupt
+        from paravt.experiments.repro.jobs import run_jobs
+        try:
+            run_jobs([(k, wait_for_interrupt, ({str(tmp_path)!r}, k)) for k in ("a", "b", "c")], 2, threads=1)
+        except KeyboardInterrupt:
+            print("parent interrupted", flush=True)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    deadline = time.time() + 60
+    while not all((tmp_path / f"{k}.started").exists() for k in "ab"):
+        assert time.time() < deadline and proc.poll() is None, "workers did not start"
+        time.sleep(0.05)
+    if how.startswith("SIGTERM"):
+        proc.send_signal(signal.SIGTERM)
+    else:
+        os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert "parent interrupted" in out
+    assert [(tmp_path / f"{k}.saved").read_text() for k in "ab"] == ["1", "1"]  # saved, one SIGINT each
+    assert not (tmp_path / "c.started").exists()  # the queued job never started

@@ -1,0 +1,95 @@
+import json
+import shlex
+
+import pytest
+
+from paravt.cli import main
+from paravt.learners.adapters.openrlhf.launcher import (
+    env_options,
+    export_prompts,
+    max_images,
+    openrlhf_command,
+)
+from paravt.learners.config import load_recipe
+from paravt_env import EnvConfig, RewardConfig, VideoQASample
+
+
+def test_export_rows_carry_the_whole_sample(synth_small, tmp_path, capsys):
+    data, samples = synth_small
+    assert main(["export", "openrlhf", "--data", str(data), "--out", str(tmp_path / "p.jsonl")]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert len(rows) == len(samples)
+    for row, s in zip(rows, samples, strict=True):
+        assert VideoQASample.from_dict(json.loads(row["label"])) == s
+        assert row["prompt"] == s.question_with_options()
+    assert export_prompts(samples[:1], tmp_path / "one.jsonl").read_text().count("\n") == 1
+
+
+def test_command_maps_the_released_recipe():
+    cfg = load_recipe("paragrpo_qwen3vl_8b")
+    cmd = openrlhf_command(cfg, "prompts.jsonl", "out")
+    assert cmd[1:3] == ["-m", "openrlhf.cli.train_ppo_ray"]
+    args = " ".join(cmd)
+    for expected in ("--rollout.n_samples_per_prompt 8", "--rollout.temperature 0.7", "--actor.adam.lr 2e-06",
+                     "--algo.kl.init_coef 0.01", "--actor.eps_clip 0.2", "--algo.advantage.estimator group_norm",
+                     "--actor.gradient_checkpointing_enable", "--ds.param_dtype bf16"):  # fmt: skip
+        assert expected in args, expected
+    assert cmd[cmd.index("--train.agent_func_path") + 1].endswith("paravt/learners/adapters/openrlhf/agent_func.py")
+    # the release's KL form (k1 in the reward: no --algo.kl.use_loss), token-mean loss, the ±20 clip on scaled
+    # rewards as the same clip on the raw rewards the agent function returns ((±20 + 0.2) / 10)
+    assert "--algo.kl.estimator k1" in args and "--algo.kl.use_loss" not in cmd
+    assert "--actor.loss_agg_mode token-mean" in args and "--reward.clip_range -1.98 2.02" in args
+    loss_form = openrlhf_command(load_recipe("paragrpo_qwen3vl_8b", ["grpo.kl_in_reward=false", "grpo.kl_estimator=k3",
+                                 "grpo.loss_aggregation=sequence_mean"]), "p.jsonl", "out")  # fmt: skip
+    assert "--algo.kl.use_loss" in loss_form and "seq-mean-token-mean" in loss_form
+    assert max_images(cfg) == 64  # sub-agent mode: only the overview reaches the main agent
+    frames = load_recipe("paragrpo_qwen3vl_8b", ["env.tool_result=frames"])
+    assert max_images(frames) == 64 + 5 * 16 * 2
+
+
+def test_env_options_rebuild_the_env_config():
+    opts = env_options(load_recipe("paragrpo_qwen3vl_8b"))
+    cfg = EnvConfig.from_kwargs(**{**opts, "tool_result": "frames"})
+    assert cfg.nframes_gating and cfg.reward == RewardConfig.paravt()
+    vanilla = EnvConfig.from_kwargs(**{**env_options(load_recipe("vanilla_grpo_qwen3vl_8b")), "tool_result": "frames"})
+    assert not vanilla.nframes_gating and vanilla.reward == RewardConfig.vanilla()
+    with pytest.raises(ValueError, match="local-only"):
+        env_options(load_recipe("paragrpo_qwen3vl_8b", ["para.anchoring=token"]))
+
+
+def test_dry_run_prints_the_command(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PARAVT_CACHE", str(tmp_path / "cache"))
+    rc = main(["train", "--backend", "openrlhf", "--recipe", "paragrpo_qwen3vl_8b", "--out", str(tmp_path / "run"),
+               "--dry-run", "data.synth_n=2"])  # fmt: skip
+    assert rc == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    parts = shlex.split(line)
+    assert parts[0].startswith("PARAVT_ENV_OPTIONS=") and json.loads(parts[0].split("=", 1)[1])["max_turns"] == 3
+    assert "openrlhf.cli.train_ppo_ray" in parts
+    # a dry run reads no data and writes nothing (the prompts file is written when the run is real)
+    assert str(tmp_path / "run" / "openrlhf_prompts.jsonl") in parts
+    assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
+
+
+def test_executor_reads_its_options_from_the_environment(monkeypatch):
+    pytest.importorskip("openrlhf.utils.agent")
+    from paravt.learners.adapters.openrlhf.agent_func import AgentExecutor
+
+    monkeypatch.setenv("PARAVT_ENV_OPTIONS", json.dumps({"frame_budget": 16, "epoch": 2}))
+    ex = AgentExecutor()
+    assert ex.options == {"frame_budget": 16} and ex.epoch == 2
+
+
+def test_agent_func_loads_by_file_path_like_openrlhf():
+    """OpenRLHF imports --train.agent_func_path as a file, outside any package: no relative imports."""
+    pytest.importorskip("openrlhf.utils.agent")
+    import importlib.util
+
+    from openrlhf.utils.agent import AgentExecutorBase
+
+    from paravt.learners.adapters.openrlhf.launcher import AGENT_FUNC
+
+    spec = importlib.util.spec_from_file_location("agent_func", AGENT_FUNC)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert issubclass(module.AgentExecutor, AgentExecutorBase)

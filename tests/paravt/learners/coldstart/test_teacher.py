@@ -1,0 +1,84 @@
+"""The cold-start teacher decides from what the agent was shown, never from where the needle is hidden."""
+
+import pytest
+
+from paravt.learners.coldstart.teacher import (
+    TeacherMiss,
+    coverage_windows,
+    final_turn,
+    first_turn,
+    visible_events,
+)
+from paravt_env.data import VideoQASample
+from paravt_env.data.sample import Event
+from paravt_env.protocol import parse_response
+
+
+def _sample():
+    ev = Event(start=40.0, end=44.0, label="red star", attributes={"colour": "red", "shape": "star"})
+    return VideoQASample(id="s", video_path="v.mp4", question="What colour?", answer="red", question_type="oe",
+                         duration=70.0, events=[ev])  # fmt: skip
+
+
+def test_coverage_windows_cover_the_video_from_the_duration_alone():
+    assert coverage_windows(70.0, 20.0, 5) == [(0, 20.0), (20.0, 40.0), (40.0, 60.0), (60.0, 80.0)]
+    assert coverage_windows(40.0, 20.0, 5) == [(0, 20.0), (20.0, 40.0)]
+    # more windows than calls allowed: fewer, wider windows that still reach the end
+    wide = coverage_windows(200.0, 20.0, 5)
+    assert len(wide) == 5 and wide[-1][1] >= 200.0
+
+
+def test_first_turn_answers_when_the_overview_shows_the_needle_else_crops_in_parallel():
+    s = _sample()
+    assert visible_events(s, [10.0, 41.0, 60.0]) == s.events
+    seen = first_turn(s, [10.0, 41.0, 60.0], 70.0, window=20.0, max_calls=5)
+    assert parse_response(seen).answer == "red" and "red shape" in seen
+    missed = first_turn(s, [8.75, 26.25, 43.9999, 61.25][:2] + [61.25], 70.0, window=20.0, max_calls=5)
+    parsed = parse_response(missed)
+    assert parsed.answer is None and not parsed.problems
+    assert [(c.start_time, c.end_time) for c in parsed.valid_tool_calls] == [(0, 20), (20, 40), (40, 60), (60, 80)]
+
+
+def test_final_turn_reads_the_crops_and_refuses_to_invent_an_answer():
+    s = _sample()
+    assert parse_response(final_turn(s, [38.0, 42.0])).answer == "red"
+    with pytest.raises(TeacherMiss):
+        final_turn(s, [30.0, 36.0, 44.0])  # the event window is [40, 44): 44.0 is already past it
+
+
+def test_the_call_decision_is_one_token_in_a_context_only_misses_have():
+    """Guess and crop turns share "...no coloured shape. I will" and part at the next word: the cold start's
+    p(crop) is then the teacher's crop rate (ending the guess at "shape." put the decision on a token every
+    answering turn also writes)."""
+    from paravt.learners.coldstart.teacher import GUESS_TEXT, guess_turn
+    from paravt.learners.policies.tiny_model import build_tokenizer
+
+    s = _sample()
+    crop = first_turn(s, [10.0, 61.25], 70.0, window=20.0, max_calls=5)
+    guess = guess_turn("blue")
+    assert parse_response(guess).answer == "blue" and GUESS_TEXT in guess
+    tok = build_tokenizer()
+    a, b = tok.encode(crop, add_special_tokens=False), tok.encode(guess, add_special_tokens=False)
+    common = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
+    assert tok.decode(a[:common]).endswith("no coloured shape. I will")
+    assert "I will" not in first_turn(s, [10.0, 41.0, 60.0], 70.0, window=20.0, max_calls=5)
+
+
+def test_check_turn_crops_around_the_frame_that_already_shows_the_needle():
+    """The strong tool prior: a redundant call centred on the overview frame that showed the needle (clamped to
+    the video), then the answer read off the crop."""
+    from paravt.learners.coldstart.teacher import CHECK_TEXT
+
+    s = _sample()
+    turn = first_turn(s, [10.0, 41.0, 60.0], 70.0, window=20.0, max_calls=5, check=True)
+    parsed = parse_response(turn)
+    assert CHECK_TEXT in turn and "red shape" in turn and parsed.answer is None and not parsed.problems
+    assert [(c.start_time, c.end_time) for c in parsed.valid_tool_calls] == [(31.0, 51.0)]
+    assert parse_response(final_turn(s, [40.5, 43.0])).answer == "red"
+    late = VideoQASample(id="l", video_path="v.mp4", question="q", answer="red", question_type="oe", duration=70.0,
+                         events=[Event(start=66.0, end=69.0, label="x", attributes={"colour": "red"})])  # fmt: skip
+    calls = parse_response(first_turn(late, [10.0, 67.0], 70.0, window=20.0, max_calls=5, check=True))
+    assert [(c.start_time, c.end_time) for c in calls.valid_tool_calls] == [(50.0, 70.0)]
+    # a miss still covers the video: check only changes what happens when the overview answers
+    missed = parse_response(first_turn(s, [10.0, 61.25], 70.0, window=20.0, max_calls=5, check=True))
+    assert len(missed.valid_tool_calls) == 4

@@ -1,0 +1,75 @@
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from paravt.learners.policies.base import Message  # noqa: E402
+from paravt.learners.policies.hf import HFPolicy  # noqa: E402
+
+
+def _conversation(n_images: int, question: str = "What shape?") -> list[Message]:
+    rng = np.random.default_rng(n_images)
+    frames = [rng.integers(0, 255, (128, 160, 3), dtype=np.uint8) for _ in range(n_images)]
+    text = "".join(f"<{i}.0 seconds><image>\n" for i in range(n_images)) + question
+    return [Message("system", "You are a video analyst."), Message("user", text, frames)]
+
+
+def test_placeholders_must_match_images():
+    with pytest.raises(ValueError, match="2 <image> placeholders but 1 images"):
+        Message("user", "<image><image>", [np.zeros((4, 4, 3), np.uint8)])
+
+
+def test_greedy_batch_is_deterministic_and_matches_single_calls(tiny_qwen3):
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=12, temperature=0.0)
+    convs = [_conversation(4), _conversation(0, "No frames here."), _conversation(2)]
+    batch = policy.generate(convs)
+    assert [g.token_ids for g in batch] == [g.token_ids for g in policy.generate(convs)]
+    for conv, gen in zip(convs, batch, strict=True):
+        [single] = policy.generate([conv])
+        assert single.token_ids == gen.token_ids  # left padding does not change what is generated
+        assert all(lp <= 0 for lp in gen.logprobs)
+
+
+def test_behaviour_logprobs_match_a_teacher_forced_forward_pass(tiny_qwen3):
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=16, temperature=0.8, think_prefix=True)
+    torch.manual_seed(0)
+    prompt = policy.encode(_conversation(3))
+    [gen] = policy.generate_encoded([prompt])
+    assert gen.text.startswith("<think>\n") and gen.prefix == "<think>\n"
+    full = prompt.with_ids(gen.token_ids)
+    with torch.no_grad():
+        lp = policy.sequence_logprobs(full)[len(prompt.input_ids) - 1 :]
+    assert np.allclose(lp.numpy(), np.array(gen.logprobs), atol=1e-4)
+
+
+def test_never_samples_image_pads(tiny_qwen3):
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=64, temperature=5.0)
+    pads = set(policy.suppress_ids)
+    assert pads
+    torch.manual_seed(1)
+    for gen in policy.generate([_conversation(1)] * 4):
+        assert not pads & set(gen.token_ids)
+
+
+def test_the_weight_sharing_subagent_is_never_given_the_think_prefix(tiny_qwen3):
+    """PARA-GRPO forces "<think>\\n" on the main agent only: the release's workflow and the OpenRLHF executor
+    prompt the sub-agent without it, and so does the local trainer's recorded sub-agent."""
+    from paravt.learners.policies.agent import PolicySubAgent
+    from paravt.learners.policies.hf import THINK_PREFIX
+    from paravt_env.tools.subagent import SubAgentRequest
+    from paravt_env.video import Frames
+
+    policy = HFPolicy.from_pretrained(tiny_qwen3, temperature=0.0, max_new_tokens=6, think_prefix=True)
+    frames = Frames(images=np.zeros((2, 56, 56, 3), np.uint8), timestamps=np.array([1.0, 2.0]), indices=np.array([0, 1]))
+    request = SubAgentRequest("What colour?", 0.0, 4.0, frames)
+    sub = PolicySubAgent(policy, record=True)
+    sub.batch([request])
+    [traj] = sub.trajectories
+    prefix_ids = policy.tokenizer.encode(THINK_PREFIX, add_special_tokens=False)
+    prompt_ids = traj.input_ids[: len(traj.input_ids) - traj.n_generated]
+    assert prompt_ids[-len(prefix_ids):] != prefix_ids and not traj.turn_texts[0].startswith(THINK_PREFIX)
+    assert policy.think_prefix  # the main agent keeps its prefix
+    [main_gen] = policy.generate([[Message("user", "hi")]])
+    assert main_gen.text.startswith(THINK_PREFIX)
+    [plain] = policy.generate([[Message("user", "hi")]], think_prefix=False)
+    assert not plain.text.startswith(THINK_PREFIX)

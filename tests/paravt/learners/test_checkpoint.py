@@ -1,0 +1,80 @@
+"""A checkpoint is promoted only once every file is on disk and verified: a full disk or a kill while saving
+never costs the last good one."""
+
+import errno
+import json
+from pathlib import Path
+
+import pytest
+
+from paravt.learners import checkpoint
+
+
+def _write(tmp: Path, weights: bytes = b"w" * 64) -> None:
+    (tmp / "model").mkdir(parents=True)
+    (tmp / "model" / "config.json").write_text("{}")
+    (tmp / "model" / "paravt.json").write_text("{}")
+    (tmp / "model" / "model.safetensors").write_bytes(weights)
+    (tmp / "trainer.pt").write_bytes(b"t" * 16)
+
+
+def _state(step):
+    return {"step": step, "epoch": 0, "cursor": 0, "order": [0, 1]}
+
+
+def test_save_swaps_in_a_verified_checkpoint(tmp_path):
+    checkpoint.save(tmp_path, _state(5), _write)
+    assert checkpoint.problem(tmp_path / "checkpoint") is None and checkpoint.saved_step(tmp_path / "checkpoint") == 5
+    assert not (tmp_path / "checkpoint.tmp").exists()
+
+
+def test_a_full_disk_while_saving_keeps_the_previous_checkpoint_and_says_so(tmp_path):
+    checkpoint.save(tmp_path, _state(5), _write)
+
+    def fills_up(tmp: Path) -> None:
+        _write(tmp)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match=r"checkpoint of step 6 \(the disk is full\); the checkpoint of step 5 .* intact"):
+        checkpoint.save(tmp_path, _state(6), fills_up)
+    assert checkpoint.saved_step(tmp_path / "checkpoint") == 5 and not (tmp_path / "checkpoint.tmp").exists()
+
+
+def test_a_checkpoint_that_does_not_verify_is_never_promoted(tmp_path):
+    checkpoint.save(tmp_path, _state(5), _write)
+    with pytest.raises(OSError, match="model.safetensors|no weights"):
+        checkpoint.save(tmp_path, _state(6), lambda tmp: _write(tmp, weights=b""))
+    assert checkpoint.saved_step(tmp_path / "checkpoint") == 5
+
+
+@pytest.mark.parametrize("damage", ["empty state", "bad json", "no weights", "missing trainer"])
+def test_recover_discards_an_incomplete_tmp_and_keeps_the_checkpoint(tmp_path, damage):
+    checkpoint.save(tmp_path, _state(5), _write)
+    tmp = tmp_path / "checkpoint.tmp"
+    _write(tmp)
+    (tmp / "state.json").write_text(json.dumps(_state(6)))
+    if damage == "empty state":
+        (tmp / "state.json").write_text("")
+    elif damage == "bad json":
+        (tmp / "state.json").write_text('{"step": 6, "ord')
+    elif damage == "no weights":
+        (tmp / "model" / "model.safetensors").unlink()
+    else:
+        (tmp / "trainer.pt").unlink()
+    checkpoint.recover(tmp_path)
+    assert not tmp.exists() and checkpoint.saved_step(tmp_path / "checkpoint") == 5
+
+
+def test_recover_completes_a_swap_a_kill_interrupted(tmp_path):
+    tmp = tmp_path / "checkpoint.tmp"
+    _write(tmp)
+    (tmp / "state.json").write_text(json.dumps(_state(7)))
+    checkpoint.recover(tmp_path)  # the old checkpoint was already removed: the verified tmp is the newest
+    assert checkpoint.saved_step(tmp_path / "checkpoint") == 7 and not tmp.exists()
+
+
+def test_a_damaged_checkpoint_is_refused_by_name(tmp_path):
+    checkpoint.save(tmp_path, _state(5), _write)
+    (tmp_path / "checkpoint" / "state.json").write_text("")
+    with pytest.raises(ValueError, match=r"checkpoint is damaged \(state.json is empty\)"):
+        checkpoint.recover(tmp_path)
