@@ -7,14 +7,12 @@ import numbers
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .episodes import episode_class, resolve_protocol
 from .gating import FRAME_BUDGETS
 from .protocol import PROMPT_MODES
-from .protocol.release import release_mode
 from .rewards import RewardConfig
 from .tools import DISPATCH_MODES, TOOL_RESULT_MODES, BatchSubAgent
 from .video import BACKENDS
-
-PROTOCOLS = ("paravt", "release")
 
 
 def _is_int(value: Any) -> bool:
@@ -63,9 +61,11 @@ class EnvConfig:
     """"paravt": our messages (time-tagged frames, a duration line, one tool-response message per turn,
     ``max_turns`` counts turns). "release": the released eval driver's, rule for rule (its prompts and
     question texts, qwen-vl-utils frames, one message per crop, ``max_turns`` counts rounds of tool calls
-    followed by a forced final answer; see ``paravt_env.release_episode``), so that a released checkpoint
+    followed by a forced final answer; see ``paravt_env.episodes``), so that a released checkpoint
     sees what it was evaluated on. ``crop_fps``, ``crop_max_frames`` and the pixel budgets are the release's
-    own there."""
+    own there. "release_rl": the released RL workflow's (the parquet's prompt messages, crops summarised by
+    sub-agents; needs ``tool_result="subagent"``, and ``"release"`` with ``tool_result="subagent"`` means it
+    too). One ``Episode`` class per protocol (``paravt_env.episodes``)."""
     video_channel: str = "image_url"
     """Release protocol, eval driver: how the video reaches the model. "image_url": the overview frames
     (the release's default); "video_url": a ``file://`` URL of the video for the server to sample (the
@@ -103,14 +103,9 @@ class EnvConfig:
             raise ValueError(f"EnvConfig.tool_result must be one of {TOOL_RESULT_MODES}, got {self.tool_result!r}")
         if self.prompt_mode not in PROMPT_MODES:
             raise ValueError(f"EnvConfig.prompt_mode must be one of {PROMPT_MODES}, got {self.prompt_mode!r}")
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"EnvConfig.protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
-        if self.protocol == "release":
-            release_mode(self.prompt_mode)  # raises, naming the modes the release has
         if self.video_channel not in ("image_url", "video_url"):
             raise ValueError(f"EnvConfig.video_channel must be 'image_url' or 'video_url', got {self.video_channel!r}")
-        if self.video_channel == "video_url" and self.protocol != "release":
-            raise ValueError('EnvConfig.video_channel="video_url" is a release-protocol option (protocol="release")')
+        episode_class(resolve_protocol(self.protocol, self.tool_result)).check(self)  # what the protocol cannot take
         for name in ("max_parallel", "max_turns", "frame_budget", "crop_max_frames", "max_action_chars"):
             value = getattr(self, name)
             if not _is_int(value) or value < 1:

@@ -24,19 +24,13 @@ from gymnasium import spaces
 from .config import EnvConfig
 from .contact_sheet import contact_sheet
 from .data import VideoQASample, load_samples
-from .data.release_questions import parse_srt
+from .episodes import Episode, episode_class, resolve_protocol
 from .gating import gated_frame_budget
 from .memory import release_free_memory
-from .protocol import parse_response, system_prompt
-from .protocol.markers import frames_block
-from .records import crop_entry
-from .release_episode import ReleaseEpisode, ReleaseRLEpisode
 from .rewards import compute_reward, extract_answer
 from .spaces import AnyText, FrameBatch, Timestamps
 from .timing import StepTiming
-from .tools import CropSettings, render_tool_responses, run_tool_calls
-from .video import Frames, VideoDecodeError, VideoReader, open_video, sample_overview
-from .video.qwen_frames import VIDEO_MAX_PIXELS, release_overview, release_rl_overview
+from .video import Frames, VideoDecodeError, VideoReader, open_video
 from .video.resize import target_size
 
 logger = logging.getLogger(__name__)
@@ -48,13 +42,6 @@ RESET_OPTIONS = frozenset({"index", "sample", "epoch", "frame_budget"})
 
 TRIM_EVERY = 100
 """Resets between two ``release_free_memory`` calls."""
-
-
-ANSWER_FORMATS = {
-    "mcq": "Answer with the letter of the correct option only, e.g. <answer>B</answer>.",
-    "tvg": "Answer with the time span in seconds as [start, end], e.g. <answer>[12.0, 18.5]</answer>.",
-    "oe": "Answer with a short phrase, e.g. <answer>a red circle</answer>.",
-}
 
 
 def _as_samples(samples: Any, video_root: str | None) -> list[VideoQASample]:
@@ -105,8 +92,9 @@ class VideoToolEnv(gym.Env[dict, str]):
         cfg = self.config
         max_k = max(cfg.frame_budget, *cfg.gating_choices)
         max_frames = max(max_k, cfg.max_parallel * cfg.crop_max_frames)
-        # The release shows overview frames at qwen-vl-utils' default video budget (up to 768 tokens).
-        max_pixels = max(cfg.max_pixels, VIDEO_MAX_PIXELS) if cfg.protocol == "release" else cfg.max_pixels
+        # The message protocol is picked once: everything it decides is the episode's (paravt_env.episodes).
+        self._episode_class = episode_class(resolve_protocol(cfg.protocol, cfg.tool_result))
+        max_pixels = self._episode_class.max_pixels(cfg)
         self.observation_space = spaces.Dict(
             {
                 "text": AnyText(MAX_TEXT_CHARS),
@@ -115,9 +103,6 @@ class VideoToolEnv(gym.Env[dict, str]):
             }
         )
         self.action_space = AnyText(MAX_TEXT_CHARS)
-        self.crop_settings = CropSettings(
-            fps=cfg.crop_fps, max_frames=cfg.crop_max_frames, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels
-        )
         self.skipped_samples = 0
         self._pool: ThreadPoolExecutor | None = None
         self._readers: dict[str, VideoReader] = {}
@@ -129,7 +114,7 @@ class VideoToolEnv(gym.Env[dict, str]):
         self._done = True
         self.frame_budget = cfg.frame_budget
         self._executed_calls = 0
-        self._release: ReleaseEpisode | ReleaseRLEpisode | None = None
+        self._episode: Episode | None = None
 
     # --- episode ----------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
@@ -149,21 +134,9 @@ class VideoToolEnv(gym.Env[dict, str]):
         self._sample, self._reader, self.frame_budget, self.epoch = sample, reader, k, epoch
         self._turn_texts, self._seen, self._done = [], [overview], False
         self._executed_calls = 0
-        messages = None
-        if cfg.protocol == "release" and cfg.tool_result == "subagent":  # the released RL workflow
-            self._release = ReleaseRLEpisode(sample, reader, max_turns=cfg.max_turns, subagent=cfg.subagent,
-                                             timeout=cfg.subagent_timeout)  # fmt: skip
-            system, user, messages = self._release.opening(overview)
-        elif cfg.protocol == "release":  # the released eval driver
-            self._release = ReleaseEpisode(sample, reader, mode=cfg.prompt_mode, max_turns=cfg.max_turns,
-                                           max_parallel=cfg.max_parallel, subtitles=cfg.subtitles,
-                                           video_channel=cfg.video_channel)  # fmt: skip
-            system, user, messages = self._release.opening(overview)
-        else:
-            self._release = None
-            system = system_prompt(cfg.prompt_mode)
-            user = self._user_prompt(sample, reader, overview)
-        obs = self._obs(f"{system}\n\n{user}", overview)
+        self._episode = self._episode_class(sample, reader, cfg)
+        opening = self._episode.opening(overview)
+        obs = self._obs(opening.text, overview)
         info = {
             "turn": 0,
             "frame_budget": k,
@@ -171,8 +144,10 @@ class VideoToolEnv(gym.Env[dict, str]):
             "sample_id": sample.id,
             "question_type": sample.question_type,
             "duration": reader.duration,
-            "system_prompt": system,
-            "user_prompt": user,
+            "protocol": self._episode_class.name,
+            "system_prompt": opening.system,
+            "user_prompt": opening.user,
+            "messages": opening.messages,
             "limits": {
                 "max_turns": cfg.max_turns,
                 "max_parallel": cfg.max_parallel,
@@ -183,100 +158,25 @@ class VideoToolEnv(gym.Env[dict, str]):
             },
             "timing": StepTiming(decode_s=decode_s, total_s=time.perf_counter() - t0),
         }
-        if messages is not None:
-            info["protocol"] = "release"
-            info["messages"] = messages
         return obs, info
 
     def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
         if self._done:
             raise RuntimeError("the episode is over (or never began): call reset() before step()")
         t0 = time.perf_counter()
-        cfg = self.config
         text, notes = self._coerce(action)
         self._turn_texts.append(text)
         turn = len(self._turn_texts)
-        if self._release is not None:
-            return self._step_release(text, turn, t0)
-        parsed = parse_response(text)
-        calls = list(parsed.tool_calls)
-        answered = parsed.answer is not None
-        last_turn = turn >= cfg.max_turns
-
-        counts = {"requested": len(calls), "executed": 0, "rejected": 0, "failed": 0}
-        crops = [crop_entry(i, c.start_time, c.end_time, "rejected", (), "calls beside an answer or on the last turn never run")
-                 for i, c in enumerate(calls)]  # fmt: skip
-        timing = StepTiming()
-        feedback, frames = "", Frames.empty()
-        terminated = truncated = False
-        if answered or not calls:
-            terminated = True
-            counts["rejected"] = len(calls)  # an answer ends the episode; calls beside it never run
-        elif last_turn:
-            truncated = True
-            counts["rejected"] = len(calls)
-        else:
-            report = run_tool_calls(
-                calls,
-                reader=self._reader,
-                video_path=self._sample.video_path,
-                settings=self.crop_settings,
-                pool=self._executor(),
-                mode=cfg.dispatch,
-                max_parallel=cfg.max_parallel,
-                tool_result=cfg.tool_result,
-                subagent=cfg.subagent,
-                question=self._sample.question_with_options(),
-                subagent_timeout=cfg.subagent_timeout,
-            )
-            for status in ("executed", "rejected", "failed"):
-                counts[status] = report.count(status)
-            crops = [_crop_record(r, calls[r.call_index]) for r in report.results]
-            self._executed_calls += counts["executed"]
-            feedback, frames = render_tool_responses(report, cfg.tool_result)
-            feedback = "\n".join([*notes, feedback, self._turn_prompt(turn)])
-            self._seen.append(frames)
-            timing = StepTiming(decode_s=report.decode_s, subagent_s=report.subagent_s, tool_wall_s=report.wall_s)
-
-        info: dict[str, Any] = {
-            "turn": turn,
-            "frame_budget": self.frame_budget,
-            "tool_calls": counts,
-            "crops": crops,
-            "parse_problems": list(parsed.problems),
-            "action_truncated": bool(notes),
-        }
-        reward = 0.0
-        if terminated or truncated:
-            self._done = True
-            breakdown = self._score()
-            reward = float(breakdown.total)
-            info["reward_breakdown"] = breakdown.as_dict()
-            info["prediction"] = extract_answer(self.agent_text)
-            info["ground_truth"] = self._sample.answer
-            info["executed_tool_calls"] = self._executed_calls
-        info["timing"] = StepTiming(
-            decode_s=timing.decode_s,
-            subagent_s=timing.subagent_s,
-            tool_wall_s=timing.tool_wall_s,
-            total_s=time.perf_counter() - t0,
-        )
-        return self._obs(feedback, frames), reward, terminated, truncated, info
-
-    def _step_release(self, text: str, turn: int, t0: float) -> tuple[dict, float, bool, bool, dict]:
-        """A step under ``protocol="release"`` (see ``paravt_env.release_episode``)."""
-        out = self._release.step(text, self._executor())
-        self._executed_calls += out.executed
+        out = self._episode.step(text, turn, notes, self._executor())
+        self._executed_calls += out.tool_calls["executed"]
         self._seen.append(out.frames)
         info: dict[str, Any] = {
             "turn": turn,
             "frame_budget": self.frame_budget,
-            # Every dispatched call counts as executed, as the release's ``tool_calls`` does; crops that
-            # yielded no frame are also counted in ``failed``.
-            "tool_calls": {"requested": out.requested, "executed": out.executed, "rejected": 0, "failed": out.failed},
+            "tool_calls": out.tool_calls,
             "crops": out.crops,
-            "parse_problems": [],
-            "action_truncated": False,
+            "parse_problems": out.parse_problems,
+            "action_truncated": out.action_truncated,
             "messages": out.messages,
         }
         if out.max_new_tokens is not None:
@@ -288,14 +188,15 @@ class VideoToolEnv(gym.Env[dict, str]):
             reward = float(breakdown.total)
             info["reward_breakdown"] = breakdown.as_dict()
             info["prediction"] = extract_answer(self.agent_text)
-            info["final_response"] = out.final or ""
+            if out.final is not None:
+                info["final_response"] = out.final
             info["ground_truth"] = self._sample.answer
             info["executed_tool_calls"] = self._executed_calls
             if out.error:
                 info["error"] = out.error
-        info["timing"] = StepTiming(decode_s=out.decode_s, tool_wall_s=out.wall_s, total_s=time.perf_counter() - t0)
-        feedback = "\n".join(m["text"] for m in out.messages)
-        return self._obs(feedback, out.frames), reward, out.done, False, info
+        info["timing"] = StepTiming(decode_s=out.timing.decode_s, subagent_s=out.timing.subagent_s,
+                                    tool_wall_s=out.timing.tool_wall_s, total_s=time.perf_counter() - t0)  # fmt: skip
+        return self._obs(out.text, out.frames), reward, out.terminated, out.truncated, info
 
     # --- pieces -----------------------------------------------------------------------------------------
     def _pick(self, options: dict[str, Any], epoch: int) -> tuple[VideoQASample, VideoReader, int, Frames, float]:
@@ -348,22 +249,8 @@ class VideoToolEnv(gym.Env[dict, str]):
             raise VideoDecodeError(sample.video_path, f"its {reader.width}x{reader.height} frames cannot be resized "
                                                       f"for the model ({exc})") from None  # fmt: skip
         t_dec = time.perf_counter()
-        if cfg.protocol == "release" and cfg.tool_result == "subagent":
-            try:
-                overview = release_rl_overview(reader, k, cfg.release_overview_fps)
-            except VideoDecodeError:
-                self._readers.pop(sample.video_path, None)
-                reader.close()
-                raise
-            return reader, len(overview) if cfg.release_overview_fps else k, overview, time.perf_counter() - t_dec
-        if cfg.protocol == "release" and cfg.video_channel == "video_url":  # the server samples the video
-            return reader, k, Frames.empty(), time.perf_counter() - t_dec
-        if cfg.protocol == "release":  # never fails: the release sends the question alone then
-            return reader, k, release_overview(reader, k), time.perf_counter() - t_dec
         try:
-            overview = sample_overview(
-                reader, k, tolerance=cfg.overview_tolerance, min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels
-            )
+            overview, k = self._episode_class.overview(reader, k, cfg)
         except VideoDecodeError:
             self._readers.pop(sample.video_path, None)
             reader.close()
@@ -386,32 +273,6 @@ class VideoToolEnv(gym.Env[dict, str]):
             if other is not reader:
                 other.release_handles()
         return reader
-
-    def _user_prompt(self, sample: VideoQASample, reader: VideoReader, overview: Frames) -> str:
-        cfg = self.config
-        lines = [
-            f"The video lasts {reader.duration:.1f} seconds. Here are {len(overview)} frames sampled uniformly "
-            "from it, each tagged with its time:",
-            frames_block(overview.timestamps),
-            f"Question: {sample.question_with_options()}",
-        ]
-        if cfg.subtitles:
-            subtitles = parse_srt(sample.extra.get("subtitle_path"))
-            if subtitles:
-                lines.insert(2, f"The video's subtitles:\n{subtitles}")
-        if cfg.prompt_mode.startswith("agentic"):
-            lines.append(
-                f"You may call crop_video to look closer, several times in one turn (up to {cfg.max_parallel} "
-                f"calls, {cfg.max_turns} turns in all)."
-            )
-        lines.append(ANSWER_FORMATS[sample.question_type])
-        return "\n".join(lines)
-
-    def _turn_prompt(self, turn: int) -> str:
-        remaining = self.config.max_turns - turn
-        if remaining <= 1 and self.config.force_final_answer:
-            return "This is your last turn: no more tool calls. " + ANSWER_FORMATS[self._sample.question_type]
-        return f"You have {remaining} turns left. Call crop_video again or give your final answer."
 
     def _coerce(self, action: Any) -> tuple[str, list[str]]:
         """Any action becomes a bounded string; what was changed is told to the agent."""
@@ -491,8 +352,3 @@ class VideoToolEnv(gym.Env[dict, str]):
         self._readers.clear()
         super().close()
 
-
-def _crop_record(result: Any, call: Any) -> dict[str, Any]:
-    """One entry of ``info["crops"]``: the window as run (clamped) or as asked, its outcome and frame times."""
-    window = (result.request.start, result.request.end) if result.request is not None else (call.start_time, call.end_time)
-    return crop_entry(result.call_index, *window, result.status, result.frames.timestamps, result.error)

@@ -31,12 +31,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from paravt.learners.policies.agent import observation_message
-from paravt.learners.policies.base import Message
 from paravt.learners.policies.encoded import Encoded
 from paravt.learners.policies.hf import HFPolicy
 from paravt_env import EnvConfig, VideoToolEnv
 from paravt_env.data import VideoQASample
+from paravt_env.messages import Message, observation_messages
 from paravt_env.protocol import format_tool_call
 from paravt_env.rewards import answer_accuracy, extract_answer
 
@@ -151,15 +150,15 @@ def probe_perception(policy: HFPolicy, samples: Sequence[VideoQASample], cfg: Pr
             crop, _, done, _, step_info = env.step(first)
             if done or not len(crop["frames"]):
                 raise RuntimeError(f"the oracle crop of {s.id} returned no frames: {step_info['tool_calls']}")
-            history = [Message("system", info["system_prompt"]), observation_message("user", obs, info["user_prompt"]),
-                       Message("assistant", first)]  # fmt: skip
-            states.append((s, history, crop))
+            history = [*observation_messages(obs, info), Message("assistant", first)]
+            [reply] = observation_messages(crop, step_info)  # the crop's tool response, its frames swapped below
+            states.append((s, history, crop, reply))
         bar = _bar(len(states), progress)
-        for i, (s, history, crop) in enumerate(states):
-            other_sample, _, other_crop = states[(i + 1) % len(states)]
+        for i, (s, history, crop, reply) in enumerate(states):
+            other_sample, _, other_crop, _ = states[(i + 1) % len(states)]
             frames = {"oracle": crop["frames"], "grey": np.full_like(crop["frames"], 128),
                       "other": _fit(other_crop["frames"], crop["frames"])}  # fmt: skip
-            prompts = {c: policy.encode([*history, Message("user", crop["text"], list(f))]) for c, f in frames.items()}
+            prompts = {c: policy.encode([*history, Message(reply.role, reply.text, list(f))]) for c, f in frames.items()}
             with _no_tool_calls(policy):
                 gens = dict(zip(CONDITIONS, policy.generate_encoded([prompts[c] for c in CONDITIONS], **greedy), strict=True))
             response = gens["oracle"].token_ids
@@ -183,7 +182,7 @@ def probe_perception(policy: HFPolicy, samples: Sequence[VideoQASample], cfg: Pr
             right = []
             for s in samples:
                 obs, info = env.reset(options={"sample": s, "frame_budget": k})
-                conv = [Message("system", info["system_prompt"]), observation_message("user", obs, info["user_prompt"])]
+                conv = observation_messages(obs, info)
                 with _no_tool_calls(policy):
                     [gen] = policy.generate_encoded([policy.encode(conv)], **greedy)
                 right.append(_correct(gen.text, s))

@@ -20,7 +20,7 @@ import torch
 from paravt.learners.config import TrainConfig
 from paravt.learners.grpo import batch_normalize, group_advantages, kl_reward_to_go
 from paravt.learners.para_grpo import sequence_advantages, token_anchored_advantages
-from paravt.learners.rollout import Trajectory
+from paravt.learners.trajectory import Trajectory
 
 Unit = tuple[Trajectory, float, float, float]
 """(trajectory, A_task, A_fmt, weight of its token-mean loss in the step's loss)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from paravt.learners.config import TrainConfig
-from paravt.learners.rollout import Trajectory
+from paravt.learners.trajectory import Trajectory
 from paravt_env.protocol import parse_response
 
 METRIC_KEYS = (

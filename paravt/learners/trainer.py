@@ -43,7 +43,7 @@ from paravt.learners.para_grpo import token_anchored_advantages
 from paravt.learners.policies.card import CARD_NAME, write_card
 from paravt.learners.policies.encoded import length_buckets
 from paravt.learners.policies.hf import HFPolicy
-from paravt.learners.rollout import Trajectory, run_batch
+from paravt.learners.rollout import run_batch
 from paravt.learners.run_setup import (  # noqa: F401  (write_heldout, synth_dir: still importable from here)
     env_config,
     resolve_data,
@@ -55,6 +55,7 @@ from paravt.learners.run_setup import (  # noqa: F401  (write_heldout, synth_dir
     write_heldout,
 )
 from paravt.learners.step_clock import StepClock
+from paravt.learners.trajectory import Trajectory
 from paravt_env import VideoToolEnv, storage
 from paravt_env.config import flatten_dotted
 from paravt_env.memory import release_free_memory

@@ -3,11 +3,12 @@ and how frames and times are written into the text."""
 
 from .markers import IMAGE_PLACEHOLDER, count_placeholders, frame_marker, frames_block
 from .parser import STRUCTURAL_TAGS, ParsedResponse, TagSpan, ToolCall, parse_response
-from .prompts import PROMPT_MODES, SYSTEM_PROMPTS, system_prompt, uses_tools
+from .prompts import ANSWER_FORMATS, PROMPT_MODES, SYSTEM_PROMPTS, system_prompt, uses_tools
 from .times import parse_time
 from .tool_schema import CROP_VIDEO_TOOL, TOOL_NAME, format_tool_call
 
 __all__ = [
+    "ANSWER_FORMATS",
     "CROP_VIDEO_TOOL",
     "IMAGE_PLACEHOLDER",
     "PROMPT_MODES",

@@ -85,6 +85,13 @@ SYSTEM_PROMPTS: dict[str, str] = {
 
 PROMPT_MODES = tuple(SYSTEM_PROMPTS)
 
+ANSWER_FORMATS = {
+    "mcq": "Answer with the letter of the correct option only, e.g. <answer>B</answer>.",
+    "tvg": "Answer with the time span in seconds as [start, end], e.g. <answer>[12.0, 18.5]</answer>.",
+    "oe": "Answer with a short phrase, e.g. <answer>a red circle</answer>.",
+}
+"""The last line of our user prompt, per question type: how to write the answer."""
+
 
 def system_prompt(mode: str = "agentic") -> str:
     """The system prompt of ``mode`` (one of ``PROMPT_MODES``)."""

@@ -21,7 +21,7 @@ reply, so that ``VideoToolEnv(protocol="release")`` renders the same requests:
 Its RL workflow (``paravt/rl/workflow.py``, ``paravt/rl/subagents/crop_video``) writes differently: a tool
 block appended to the parquet's system prompt, a sub-agent prompt naming only the window, summaries cut at
 512 tokens, one ``<tool_response>`` per summary (the second part of this module; the episode is
-``paravt_env.release_episode.ReleaseRLEpisode``).
+``paravt_env.episodes.release_rl``).
 
 What the release does that is unsound is reproduced here on purpose (the point is to see what the release
 showed the model) and documented where it happens; ``protocol="paravt"`` keeps the sound behaviour.

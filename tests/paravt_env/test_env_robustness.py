@@ -275,17 +275,18 @@ def test_freed_decode_memory_is_handed_back_periodically(env_samples, monkeypatc
 
 
 def test_a_random_sample_whose_overview_fails_to_decode_is_skipped_a_named_one_raises(env_samples, monkeypatch):
+    import paravt_env.episodes.paravt as paravt_episode
     from paravt_env.video import VideoDecodeError
 
     bad = env_samples[0].video_path
-    real = env_module.sample_overview
+    real = paravt_episode.sample_overview
 
     def overview(reader, k, **kw):
         if reader.path == bad:  # opens fine, but its frames do not decode (a truncated MPEG-TS did this)
             raise VideoDecodeError(bad, "frames at 0.160s could not be decoded")
         return real(reader, k, **kw)
 
-    monkeypatch.setattr(env_module, "sample_overview", overview)
+    monkeypatch.setattr(paravt_episode, "sample_overview", overview)
     env = VideoToolEnv(env_samples, EnvConfig(frame_budget=2))
     seen = set()
     with pytest.warns(UserWarning, match="skipping sample"):

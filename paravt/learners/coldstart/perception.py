@@ -26,12 +26,11 @@ import torch
 from paravt.learners.coldstart.sft import progress_iter, train_cross_entropy
 from paravt.learners.coldstart.teacher import describe, visible_events
 from paravt.learners.grpo import masked_mean
-from paravt.learners.policies.base import Message
 from paravt.learners.policies.encoded import Encoded
 from paravt.learners.policies.hf import HFPolicy
 from paravt_env.data import VideoQASample
-from paravt_env.env import ANSWER_FORMATS
-from paravt_env.protocol import IMAGE_PLACEHOLDER
+from paravt_env.messages import Message
+from paravt_env.protocol import ANSWER_FORMATS, IMAGE_PLACEHOLDER
 from paravt_env.video import open_video, sample_overview, sample_window
 
 QUESTION = "What coloured shape do these frames show?"

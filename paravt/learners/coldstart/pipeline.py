@@ -26,7 +26,7 @@ from paravt.learners.coldstart.teacher import CHECK_TEXT, GUESS_TEXT, TeacherMis
 from paravt.learners.config import TrainConfig
 from paravt.learners.interrupts import commit_section
 from paravt.learners.policies.hf import HFPolicy
-from paravt.learners.rollout import Trajectory
+from paravt.learners.trajectory import Trajectory
 from paravt_env import EnvConfig, VideoToolEnv
 from paravt_env.data import VideoQASample
 from paravt_env.gating import gated_frame_budget

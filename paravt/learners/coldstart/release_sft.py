@@ -27,11 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from paravt.learners.policies.base import Generation, Message
+from paravt.learners.policies.base import Generation
 from paravt.learners.policies.hf import HFPolicy
-from paravt.learners.rollout import Trajectory, _Builder
+from paravt.learners.trajectory import Trajectory, TrajectoryBuilder
 from paravt_env.data.formats import DataFormatError
 from paravt_env.data.loaders import read_rows
+from paravt_env.messages import Message
 from paravt_env.protocol.markers import IMAGE_PLACEHOLDER
 from paravt_env.video import VideoDecodeError, open_video
 from paravt_env.video.qwen_frames import QwenSamplingError, qwen_frames
@@ -165,7 +166,7 @@ def conversation_trajectory(policy: HFPolicy, conversation: SFTConversation) -> 
     msgs = conversation.messages
     first = next(i for i, m in enumerate(msgs) if m.role == "assistant")
     history = list(msgs[:first])
-    builder = _Builder(policy, policy.encode(history), history)
+    builder = TrajectoryBuilder(policy, policy.encode(history), history)
     eos = policy.end_of_turn_id
     i, turns = first, 0
     while i < len(msgs):

@@ -19,10 +19,10 @@ import torch
 from paravt.learners.grpo import masked_mean
 from paravt.learners.interrupts import commit_section
 from paravt.learners.optim import adamw
-from paravt.learners.policies.agent import observation_message
-from paravt.learners.policies.base import Generation, Message
+from paravt.learners.policies.base import Generation
 from paravt.learners.policies.hf import HFPolicy
-from paravt.learners.rollout import Trajectory, _Builder
+from paravt.learners.trajectory import Trajectory, TrajectoryBuilder
+from paravt_env.messages import observation_messages
 
 
 def run_scripted_episode(
@@ -31,8 +31,8 @@ def run_scripted_episode(
     """Play ``turns`` (texts, or a function of (turn index, observation)) through ``env`` and record the
     episode in token space with ``policy``'s tokenizer and chat template (behaviour log-probs are 0)."""
     obs, info = env.reset(options=options)
-    history = [Message("system", info["system_prompt"]), observation_message("user", obs, info["user_prompt"])]
-    builder = _Builder(policy, policy.encode(history), history)
+    history = observation_messages(obs, info)
+    builder = TrajectoryBuilder(policy, policy.encode(history), history)
     eos = policy.end_of_turn_id
     done, turn, calls = False, 0, 0
     reward, breakdown, trunc = 0.0, {}, False
@@ -51,7 +51,7 @@ def run_scripted_episode(
         if done:
             breakdown = info["reward_breakdown"]
         else:
-            builder.add_feedback([observation_message("user", obs)])
+            builder.add_feedback(observation_messages(obs, info))
     return Trajectory(
         input_ids=list(builder.encoded.input_ids), loss_mask=builder.loss_mask, logprobs=builder.logprobs,
         struct_mask=builder.struct, encoded=builder.encoded, reward=float(reward), breakdown=dict(breakdown),

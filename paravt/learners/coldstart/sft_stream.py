@@ -39,7 +39,7 @@ from paravt.learners.coldstart.sft import lr_scheduler, progress_bar, sft_loss
 from paravt.learners.interrupts import commit_section
 from paravt.learners.optim import adamw
 from paravt.learners.policies.hf import HFPolicy
-from paravt.learners.rollout import Trajectory
+from paravt.learners.trajectory import Trajectory
 from paravt_env.data.loaders import iter_rows
 from paravt_env.video import VideoDecodeError
 from paravt_env.video.qwen_frames import QwenSamplingError

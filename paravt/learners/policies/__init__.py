@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from paravt.learners.policies.base import Conversation, Generation, Message, Policy
+from paravt.learners.policies.base import Conversation, Generation, Policy
 from paravt.learners.policies.tiny_model import (
     build_tiny_model,  # light: imports torch/transformers only when called
 )
@@ -53,4 +53,4 @@ def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = 
     return (lambda: PolicyAgent(policy)), subagent
 
 
-__all__ = ["Conversation", "Generation", "Message", "Policy", "agent_for_spec", "build_tiny_model"]
+__all__ = ["Conversation", "Generation", "Policy", "agent_for_spec", "build_tiny_model"]

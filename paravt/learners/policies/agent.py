@@ -7,30 +7,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from paravt.learners.policies.base import Conversation, Message, Policy
+from paravt.learners.policies.base import Conversation, Policy
+from paravt_env.messages import Message, observation_messages
 from paravt_env.protocol.release import MAX_TOOL_RESPONSE_TOKENS
 from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT, SubAgentRequest
 
 _THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
-
-
-def observation_message(role: str, obs: dict[str, Any], text: str | None = None) -> Message:
-    return Message(role, obs["text"] if text is None else text, [f for f in obs["frames"]])
-
-
-def listed_messages(listing: Sequence[dict[str, Any]], obs: dict[str, Any]) -> list[Message]:
-    """The messages an observation holds when the env lists them (``info["messages"]``, under the release
-    protocol: one per crop), each with its share of the observation's frames, in order."""
-    frames = [f for f in obs["frames"]]
-    out, used = [], 0
-    for m in listing:
-        n = int(m.get("frames", 0))
-        out.append(Message(m["role"], m["text"], frames[used : used + n], as_parts=bool(m.get("parts")),
-                           video_url=m.get("video_url")))  # fmt: skip
-        used += n
-    if used != len(frames):
-        raise ValueError(f"info['messages'] takes {used} frames but the observation holds {len(frames)}")
-    return out
 
 
 def cut_summary(text: str, tokenizer: Any) -> str:
@@ -42,9 +24,9 @@ def cut_summary(text: str, tokenizer: Any) -> str:
 
 
 class PolicyAgent:
-    """Keeps the conversation of one episode and asks the policy for each turn. Where the env lists the
-    messages of an observation (``info["messages"]``) they are kept as listed, and ``info["max_new_tokens"]``
-    caps the next generation (the release's forced final answer)."""
+    """Keeps the conversation of one episode and asks the policy for each turn: the env's messages as it lists
+    them (``info["messages"]``), and ``info["max_new_tokens"]`` caps the next generation (the release's forced
+    final answer)."""
 
     name = "policy"
     reads_info = True  # play_episode passes each step's info to act()
@@ -55,23 +37,14 @@ class PolicyAgent:
         self.generations: list = []
 
     def reset(self, obs: dict[str, Any], info: dict[str, Any], sample: Any = None) -> None:
-        if "messages" in info:
-            self.conversation = listed_messages(info["messages"], obs)
-        else:
-            self.conversation = [
-                Message("system", info["system_prompt"]),
-                Message("user", info["user_prompt"], [f for f in obs["frames"]]),
-            ]
+        self.conversation = observation_messages(obs, info)
         self.generations = []
         self._first = True
 
     def act(self, obs: dict[str, Any], info: dict[str, Any] | None = None) -> str:
         info = info or {}
         if not self._first:  # the env's feedback (tool responses and their frames) comes back as user turns
-            if "messages" in info:
-                self.conversation += listed_messages(info["messages"], obs)
-            else:
-                self.conversation.append(observation_message("user", obs))
+            self.conversation += observation_messages(obs, info)
         self._first = False
         cap = info.get("max_new_tokens")
         kwargs = {"max_new_tokens": int(cap)} if cap else {}
@@ -108,7 +81,7 @@ class PolicySubAgent:
         # OpenRLHF executor prefixes it): the prefix is the main agent's exploration anchor, not the summariser's.
         conversations = [self._conversation(r) for r in requests]
         if self.record and hasattr(self.policy, "generate_encoded"):
-            from paravt.learners.rollout import single_turn_trajectory
+            from paravt.learners.trajectory import single_turn_trajectory
 
             prompts = [self.policy.encode(c, think_prefix=False) for c in conversations]
             gens = self.policy.generate_encoded(prompts, think_prefix=False)

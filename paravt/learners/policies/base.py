@@ -11,40 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-import numpy as np
-
-from paravt_env.protocol import IMAGE_PLACEHOLDER
-
-
-@dataclass
-class Message:
-    """One chat message; ``text`` holds one ``<image>`` placeholder per entry of ``images``."""
-
-    role: str
-    text: str
-    images: list[np.ndarray] = field(default_factory=list)
-    as_parts: bool = False
-    """Send the content as a list of parts even without images (the release's first user turn is a list)."""
-    video_url: str | None = None
-    """A video the server samples itself (``file://`` URL, before the text): only OpenAI-compatible servers
-    that read local videos (vLLM with ``--allowed-local-media-path``) can take it."""
-
-    def __post_init__(self) -> None:
-        n = self.text.count(IMAGE_PLACEHOLDER)
-        if n != len(self.images):
-            raise ValueError(f"{self.role} message has {n} {IMAGE_PLACEHOLDER} placeholders but {len(self.images)} images")
-
-    def parts(self) -> list[dict]:
-        """Chat-template content parts: text and image parts in reading order."""
-        out: list[dict] = []
-        chunks = self.text.split(IMAGE_PLACEHOLDER)
-        for i, chunk in enumerate(chunks):
-            if chunk:
-                out.append({"type": "text", "text": chunk})
-            if i < len(chunks) - 1:
-                out.append({"type": "image"})
-        return out
-
+from paravt_env.messages import Message
 
 Conversation = list[Message]
 

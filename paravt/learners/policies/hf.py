@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from transformers import LogitsProcessorList
 
-from paravt.learners.policies.base import Conversation, Generation, Message
+from paravt.learners.policies.base import Conversation, Generation
 from paravt.learners.policies.encoded import Encoded, PackedFrames, length_buckets
 from paravt.learners.policies.logprobs import SampledLogprobs, target_logprobs
 from paravt.learners.policies.vision_inputs import (
@@ -35,6 +35,7 @@ from paravt.learners.policies.vision_inputs import (
     load_tokenizer_and_image_processor,
     process_images,
 )
+from paravt_env.messages import Message
 
 THINK_PREFIX = "<think>\n"
 

@@ -26,8 +26,9 @@ from typing import Any
 
 import httpx
 
-from paravt.learners.policies.base import Conversation, Generation, Message
+from paravt.learners.policies.base import Conversation, Generation
 from paravt.learners.policies.images import to_base64_png, to_data_url
+from paravt_env.messages import Message
 
 TRANSIENT_STATUS = frozenset({408, 425, 429})
 """4xx answers that say "later" (request timeout, too early, too many requests), retried like 5xx."""

@@ -29,8 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from paravt.learners.policies.base import Message
 from paravt.learners.policies.hf import HFPolicy
+from paravt_env.messages import Message
 from paravt_env.protocol import IMAGE_PLACEHOLDER
 
 logger = logging.getLogger(__name__)

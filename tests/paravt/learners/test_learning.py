@@ -12,9 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from paravt.learners.config import load_recipe  # noqa: E402
-from paravt.learners.policies.base import Message  # noqa: E402
-from paravt.learners.rollout import single_turn_trajectory  # noqa: E402
 from paravt.learners.trainer import Trainer  # noqa: E402
+from paravt.learners.trajectory import single_turn_trajectory  # noqa: E402
+from paravt_env.messages import Message  # noqa: E402
 
 STEPS, GROUPS, SIZE = 6, 2, 8
 

@@ -6,8 +6,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from paravt.learners.model_flops import FlopModel, peak_flops  # noqa: E402
-from paravt.learners.policies.base import Message  # noqa: E402
 from paravt.learners.policies.hf import HFPolicy  # noqa: E402
+from paravt_env.messages import Message  # noqa: E402
 
 
 @pytest.mark.parametrize("n_images", [0, 3])

@@ -3,11 +3,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from paravt.learners.policies.agent import observation_message  # noqa: E402
-from paravt.learners.policies.base import Message  # noqa: E402
 from paravt.learners.policies.hf import HFPolicy  # noqa: E402
-from paravt.learners.rollout import run_episode, run_group, struct_positions  # noqa: E402
+from paravt.learners.rollout import run_episode, run_group  # noqa: E402
+from paravt.learners.trajectory import struct_positions  # noqa: E402
 from paravt_env import EnvConfig, VideoToolEnv, gated_frame_budget  # noqa: E402
+from paravt_env.messages import Message  # noqa: E402
 
 
 class ScriptedTurns(HFPolicy):
@@ -173,7 +173,7 @@ def test_generation_in_token_capped_batches_returns_each_prompt_its_own_continua
     prompts = []
     for env, k in zip(envs, (2, 4, 8), strict=True):
         obs, info = env.reset(options={"index": k % len(samples)})
-        prompts.append(policy.encode([Message("system", info["system_prompt"]), observation_message("user", obs, info["user_prompt"])]))
+        prompts.append(policy.encode([Message("system", info["system_prompt"]), Message("user", info["user_prompt"], list(obs["frames"]))]))
         env.close()
     assert len({len(p.input_ids) for p in prompts}) == 3
     together = policy.generate_encoded(prompts)
@@ -187,14 +187,15 @@ def test_the_token_stream_matches_the_chat_template_at_every_turn_boundary(tiny_
     """A turn that ended on <|im_end|> is followed by the template's "\\n" before the next <|im_start|>, as
     apply_chat_template renders the same messages (the local stream had none: the model was trained on a
     boundary it is never shown at inference)."""
-    from paravt.learners.policies.base import Generation, Message
+    from paravt.learners.policies.base import Generation
     from paravt.learners.policies.hf import HFPolicy
-    from paravt.learners.rollout import _Builder
+    from paravt.learners.trajectory import TrajectoryBuilder
+    from paravt_env.messages import Message
 
     policy = HFPolicy.from_pretrained(tiny_qwen3, temperature=0.0)
     tok = policy.tokenizer
     history = [Message("system", "You are a video analyst."), Message("user", "What colour is the shape?")]
-    builder = _Builder(policy, policy.encode(history), list(history))
+    builder = TrajectoryBuilder(policy, policy.encode(history), list(history))
     reply = '<think>\nlook</think>\n<tool_call>\n{"name": "crop_video", "arguments": {"start_time": 1, "end_time": 5}}\n</tool_call>'
     ids = tok.encode(reply, add_special_tokens=False)
     if finish == "stop":

@@ -12,9 +12,9 @@ sub-agent generations, so this executor drives ``VideoToolEnv`` itself:
    the same engine, concurrently (weight sharing);
 5. tool responses (text and frames) come back as loss-masked user turns; the episode's scalar reward is
    the env's ``compute_reward`` (``RewardConfig.paravt()`` by default: sequence-granularity anchoring);
-6. under ``protocol="release"`` the env lists its messages (``info["messages"]``: the parquet's own prompt,
-   one user message per crop) and each is rendered as its own chat turn; the sub-agent is prompted as the
-   release prompts it (no system prompt, the window only) and its reply is cut at 512 tokens;
+6. the env's messages (``info["messages"]``, ``paravt_env.messages``) are rendered as chat turns, one each
+   (under the release protocols: the parquet's own prompt, one user message per crop); the sub-agent is prompted
+   as the release prompts it (no system prompt, the window only) and its reply is cut at 512 tokens;
 7. with ``response_prefix`` set (PARA-GRPO: ``<think>\n``) every assistant turn opens with it: prompt tokens,
    outside the action ranges, and left out of what the reward scores, as in the local learner and the
    release.
@@ -41,6 +41,7 @@ from openrlhf.utils.vlm_utils import accumulate_mm_inputs, process_prompt_with_i
 from paravt.learners.policies.agent import cut_summary
 from paravt.learners.policies.vision_inputs import inline_images
 from paravt_env import EnvConfig, VideoQASample, VideoToolEnv
+from paravt_env.messages import Message, observation_messages
 from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT
 
 
@@ -48,9 +49,9 @@ def _pil(frames) -> list[Image.Image]:
     return [Image.fromarray(f) for f in frames]
 
 
-def chat_turns(listing: list[dict[str, Any]]) -> str:
-    """ChatML of listed messages (``info["messages"]``), frames inlined at their placeholders."""
-    return "".join(f"<|im_start|>{m['role']}\n{inline_images(m['text'])}<|im_end|>\n" for m in listing)
+def chat_turns(messages: list[Message]) -> str:
+    """ChatML of the env's messages, frames inlined at their placeholders."""
+    return "".join(f"<|im_start|>{m.role}\n{inline_images(m.text)}<|im_end|>\n" for m in messages)
 
 
 def env_options() -> dict[str, Any]:
@@ -98,11 +99,7 @@ class AgentExecutor(AgentExecutorBase):
 
     async def _play(self, env, sample, prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, per_turn):
         obs, info = await asyncio.to_thread(env.reset, options={"sample": sample, "epoch": self.epoch})
-        if "messages" in info:  # the release protocol: the messages as listed
-            first = f"{chat_turns(info['messages'])}<|im_start|>assistant\n{self.prefix}"
-        else:
-            first = (f"<|im_start|>system\n{info['system_prompt']}<|im_end|>\n<|im_start|>user\n"
-                     f"{inline_images(info['user_prompt'])}<|im_end|>\n<|im_start|>assistant\n{self.prefix}")  # fmt: skip
+        first = f"{chat_turns(observation_messages(obs, info))}<|im_start|>assistant\n{self.prefix}"
         tokens, mm, pil = process_prompt_with_images(hf_tokenizer, first, _pil(obs["frames"]))
         logprobs = [0.0] * len(tokens)
         action_ranges, truncated, reward, breakdown, calls = [], False, 0.0, {}, 0
@@ -128,9 +125,7 @@ class AgentExecutor(AgentExecutorBase):
                 break
             closing = end_of_turn if out.finish_reason == "length" else []
             feedback = "\n" if not closing else ""
-            turns = chat_turns(info["messages"]) if "messages" in info else (
-                f"<|im_start|>user\n{inline_images(obs['text'])}<|im_end|>\n")  # fmt: skip
-            text = f"{feedback}{turns}<|im_start|>assistant\n{self.prefix}"
+            text = f"{feedback}{chat_turns(observation_messages(obs, info))}<|im_start|>assistant\n{self.prefix}"
             new_tokens, new_mm, new_pil = process_prompt_with_images(hf_tokenizer, text, _pil(obs["frames"]))
             new_tokens = closing + new_tokens
             tokens = tokens + new_tokens

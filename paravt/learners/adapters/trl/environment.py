@@ -5,8 +5,8 @@ TRL plays the conversation: it renders the prompt with the tool schema, generate
 and images) as ``tool`` messages. This class maps that onto ``VideoToolEnv`` (or ``RemoteVideoToolEnv``):
 
 - ``reset(**row)``: the env's reset for the dataset row (``index`` or ``sample_id``, ``epoch``, ``seed``,
-  ``frame_budget``); returns the question with the K overview frames as content blocks (text, image, ...),
-  each frame after its time tag, exactly the env's observation;
+  ``frame_budget``); returns the user's messages (``paravt_env.messages``: the question with the K overview
+  frames, each after its time tag) as content blocks (text, image, ...);
 - ``crop_video(start_time, end_time)``: async. TRL gathers the calls of one turn concurrently; the first
   call waits one loop iteration so that every call of the turn has arrived, then the whole turn goes to the
   env as ONE step (parallel dispatch, the env's ``max_parallel`` and validation); each call gets its own
@@ -28,6 +28,8 @@ import re
 from typing import Any
 
 import numpy as np
+
+from paravt_env.messages import observation_messages
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +92,7 @@ class ParaVTEnvironment:
         self.last_info = info
         # The system prompt is the dataset row's system message (see paravt.learners.adapters.trl.recipe.dataset_rows); the
         # user's part of the observation comes here.
-        user = info.get("user_prompt", "")
-        return content_blocks(user if user.count("<image>") == len(obs["frames"]) else obs["text"], obs["frames"])
+        return [b for m in observation_messages(obs, info) if m.role != "system" for b in content_blocks(m.text, m.images)]
 
     def _reset(self) -> tuple[dict, dict]:
         options = dict(self._reset_args["options"])

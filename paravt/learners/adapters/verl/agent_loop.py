@@ -31,6 +31,7 @@ import time
 from typing import Any
 from uuid import uuid4
 
+from paravt_env.messages import observation_messages
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 RESET_KEYS = ("index", "sample_id", "epoch", "frame_budget")
@@ -49,14 +50,14 @@ def make_env(env_url: str | None, data: str | None, options: dict[str, Any]) -> 
     return VideoToolEnv(data, **options)
 
 
-def observation_content(text: str, frames: Any) -> tuple[list[dict[str, Any]], list[Any]]:
-    """An observation as chat content (text and image parts in order) and its images (PIL)."""
-    from paravt.learners.adapters.trl.environment import (
-        content_blocks,  # the same conversion the TRL adapter uses
-    )
+def chat_messages(obs: dict[str, Any], info: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The env's messages (``paravt_env.messages``) as chat messages (text and image parts in order) and
+    their images (PIL), in order."""
+    from paravt.learners.adapters.trl.environment import content_blocks  # the conversion the TRL adapter uses
 
-    blocks = content_blocks(text, frames)
-    return blocks, [b["image"] for b in blocks if b["type"] == "image"]
+    messages = [{"role": m.role, "content": content_blocks(m.text, m.images) if m.images or m.as_parts else m.text}
+                for m in observation_messages(obs, info)]  # fmt: skip
+    return messages, [b["image"] for m in messages if isinstance(m["content"], list) for b in m["content"] if b["type"] == "image"]
 
 
 @register("paravt")
@@ -90,10 +91,7 @@ class ParaVTAgentLoop(AgentLoopBase):
                 ids = [s.id for s in env.samples]
                 options["index"] = ids.index(str(options.pop("sample_id")))
             obs, info = await self._env_call(env.reset, seed=extra.get("seed"), options=options)
-            user = info.get("user_prompt", "")  # the observation minus the system prompt, when it holds the frames
-            content, images = observation_content(user if user.count("<image>") == len(obs["frames"]) else obs["text"],
-                                                  obs["frames"])  # fmt: skip
-            messages = [{"role": "system", "content": info["system_prompt"]}, {"role": "user", "content": content}]
+            messages, images = chat_messages(obs, info)
             self._assert_mm_supported(bool(images))
             runtime = await self.ct_build_initial_tokens(messages, images=images or None, mm_inputs_out={})
             prompt_len = len(runtime)
@@ -123,9 +121,9 @@ class ParaVTAgentLoop(AgentLoopBase):
                 if len(mask) >= self.response_length:  # budget spent mid-episode: it ends with what was written
                     obs, reward, terminated, truncated, final = await self._env_call(env.step, "")
                     break
-                feedback, new_images = observation_content(obs["text"], obs["frames"])
+                feedback, new_images = chat_messages(obs, final)
                 previous = list(messages)
-                messages.append({"role": "user", "content": feedback})
+                messages += feedback
                 merged, mask, logprobs = await self.ct_merge_context_msg(previous, messages, runtime, mask, logprobs)
                 runtime = merged.token_ids
                 images.extend(new_images)

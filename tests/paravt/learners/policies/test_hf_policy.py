@@ -3,8 +3,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from paravt.learners.policies.base import Message  # noqa: E402
 from paravt.learners.policies.hf import HFPolicy  # noqa: E402
+from paravt_env.messages import Message  # noqa: E402
 
 
 def _conversation(n_images: int, question: str = "What shape?") -> list[Message]:

@@ -94,6 +94,6 @@ def test_generation_tokens_and_logprobs_equal_those_of_the_full_scores(tiny_qwen
 
 
 def _user(text):
-    from paravt.learners.policies.base import Message
+    from paravt_env.messages import Message
 
     return Message("user", text)

@@ -10,9 +10,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from paravt.learners.policies.base import Message  # noqa: E402
 from paravt.learners.policies.hf import HFPolicy  # noqa: E402
 from paravt.learners.policies.remote import OpenAIPolicy, ServerError, SGLangPolicy  # noqa: E402
+from paravt_env.messages import Message  # noqa: E402
 
 
 @pytest.fixture(scope="module")

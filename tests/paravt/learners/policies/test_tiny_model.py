@@ -277,8 +277,8 @@ def test_cli_and_builder_import_no_torch():
 
 
 def test_hf_policy_runs_on_qwen25(checkpoints):
-    from paravt.learners.policies.base import Message
     from paravt.learners.policies.hf import HFPolicy
+    from paravt_env.messages import Message
 
     policy = HFPolicy.from_pretrained(checkpoints["qwen2_5_vl"], max_new_tokens=6, temperature=0.0)
     frames = [np.full((112, 140, 3), 40 * i, dtype=np.uint8) for i in range(3)]
@@ -331,7 +331,7 @@ def test_ids_past_the_tokenizer_are_never_sampled(checkpoints, tmp_path):
     policy = HFPolicy.from_pretrained(target, max_new_tokens=40, temperature=1.0)
     assert set(range(len(tokenizer), padded)) <= set(policy.suppress_ids)
     torch.manual_seed(0)
-    from paravt.learners.policies.base import Message
+    from paravt_env.messages import Message
 
     gens = policy.generate([[Message("user", "What shape?")]] * 3)
     assert all(t < len(tokenizer) for g in gens for t in g.token_ids)

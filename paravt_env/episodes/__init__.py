@@ -1,0 +1,46 @@
+"""The message protocols, one ``Episode`` class each, registered by name (``EnvConfig.protocol``):
+
+- ``"paravt"``: ours (``ParaVTEpisode``);
+- ``"release"``: the released eval driver's (``ReleaseEvalEpisode``);
+- ``"release_rl"``: the released RL workflow's, crops summarised by sub-agents (``ReleaseRLEpisode``).
+
+This registry is the one place that tells protocols apart by name: everything else asks the episode class.
+"""
+
+from __future__ import annotations
+
+from .base import Episode, Opening, Turn, message
+from .paravt import ParaVTEpisode
+from .release_eval import ReleaseEvalEpisode
+from .release_rl import ReleaseRLEpisode, rl_opening_messages
+
+EPISODES: dict[str, type[Episode]] = {cls.name: cls for cls in (ParaVTEpisode, ReleaseEvalEpisode, ReleaseRLEpisode)}
+PROTOCOLS = tuple(EPISODES)
+
+
+def resolve_protocol(protocol: str, tool_result: str) -> str:
+    """The registered name of a protocol. ``"release"`` with ``tool_result="subagent"`` is the release's RL
+    workflow (its eval driver has no sub-agents), the spelling recipes used before ``"release_rl"`` had a name."""
+    if protocol not in EPISODES:
+        raise ValueError(f"EnvConfig.protocol must be one of {PROTOCOLS}, got {protocol!r}")
+    if protocol == "release" and tool_result == "subagent":
+        return "release_rl"
+    return protocol
+
+
+def episode_class(protocol: str) -> type[Episode]:
+    """The episode class of a registered protocol name."""
+    try:
+        return EPISODES[protocol]
+    except KeyError:
+        raise ValueError(f"unknown protocol {protocol!r}; known: {PROTOCOLS}") from None
+
+
+def is_release(protocol: str) -> bool:
+    """Whether a protocol renders the release's messages (a released checkpoint's own; its eval driver or its
+    RL workflow): such policies are served images as JPEG, as the release's driver sends them."""
+    return episode_class(protocol).release
+
+
+__all__ = ["EPISODES", "PROTOCOLS", "Episode", "Opening", "ParaVTEpisode", "ReleaseEvalEpisode", "ReleaseRLEpisode",
+           "Turn", "episode_class", "is_release", "message", "resolve_protocol", "rl_opening_messages"]

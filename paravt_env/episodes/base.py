@@ -1,0 +1,116 @@
+"""One episode interface: what a message protocol decides, behind the env's Gymnasium plumbing.
+
+``VideoToolEnv`` opens the sample's video, picks K and scores the end; everything a protocol decides (which
+frames open the episode, what the opening and each reply say, which calls run and when the dialogue ends) is
+an ``Episode``. Every episode lists its messages, at the opening and after every turn, as ``message`` dicts:
+``info["messages"]`` carries them whatever the protocol, and ``paravt_env.messages`` is the one place that
+turns them into chat messages.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..timing import StepTiming
+from ..video import Frames, VideoReader
+
+if TYPE_CHECKING:
+    from ..config import EnvConfig
+    from ..data.sample import VideoQASample
+
+
+def message(role: str, text: str, n_frames: int = 0, *, parts: bool = False, video_url: str | None = None) -> dict[str, Any]:
+    """A message of ``info["messages"]``: ``text`` holds ``n_frames`` ``<image>`` placeholders (the frames, in
+    order, are the next ``n_frames`` of the observation); ``parts``: send the content as a list of parts;
+    ``video_url``: a video part (a ``file://`` URL) before the text."""
+    out = {"role": role, "text": text, "frames": n_frames, "parts": parts or n_frames > 0 or video_url is not None}
+    if video_url is not None:
+        out["video_url"] = video_url
+    return out
+
+
+@dataclass
+class Opening:
+    """What an episode shows at reset: the system prompt, the user's text (one ``<image>`` per overview frame
+    when the frames are shown) and the messages they make."""
+
+    system: str
+    user: str
+    messages: list[dict[str, Any]]
+
+    @property
+    def text(self) -> str:
+        """The observation's text: everything the agent reads first."""
+        return f"{self.system}\n\n{self.user}"
+
+
+@dataclass
+class Turn:
+    """What one step produced."""
+
+    terminated: bool = False
+    truncated: bool = False
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """The env's reply, one or several messages; their frames, in order, are ``frames``."""
+    frames: Frames = field(default_factory=Frames.empty)
+    tool_calls: dict[str, int] = field(default_factory=lambda: {"requested": 0, "executed": 0, "rejected": 0, "failed": 0})
+    crops: list[dict[str, Any]] = field(default_factory=list)
+    """Per call: window, status, frame count and times (``paravt_env.records.crop_entry``)."""
+    parse_problems: list[str] = field(default_factory=list)
+    action_truncated: bool = False
+    final: str | None = None
+    """The release's final response (what its scorer reads), when the protocol has one."""
+    error: str | None = None
+    max_new_tokens: int | None = None
+    """The cap of the next generation, when the protocol sets one (the release's forced final answer)."""
+    timing: StepTiming = field(default_factory=StepTiming)
+
+    @property
+    def done(self) -> bool:
+        return self.terminated or self.truncated
+
+    @property
+    def text(self) -> str:
+        """The observation's text: the messages' texts, one per line."""
+        return "\n".join(m["text"] for m in self.messages)
+
+
+class Episode(ABC):
+    """One sample's dialogue under one message protocol. Subclasses register by ``name`` in
+    ``paravt_env.episodes.EPISODES``; ``VideoToolEnv`` picks one at reset from ``EnvConfig.protocol``."""
+
+    name: ClassVar[str]
+    release: ClassVar[bool] = False
+    """Whether it renders the release's own messages (what a released checkpoint was trained or evaluated on)."""
+
+    def __init__(self, sample: VideoQASample, reader: VideoReader, config: EnvConfig) -> None:
+        self.sample, self.reader, self.config = sample, reader, config
+
+    # --- what the protocol asks of the config and of the video, before any episode ------------------------
+    @classmethod
+    def check(cls, config: EnvConfig) -> None:
+        """Raise ``ValueError`` naming an option this protocol cannot take (called by ``EnvConfig``)."""
+        return None  # most protocols take every option
+
+    @classmethod
+    def max_pixels(cls, config: EnvConfig) -> int:
+        """The largest frame (pixels) an observation can carry under this protocol."""
+        return config.max_pixels
+
+    @classmethod
+    @abstractmethod
+    def overview(cls, reader: VideoReader, k: int, config: EnvConfig) -> tuple[Frames, int]:
+        """The opening's frames for frame budget ``k``, and the budget the info reports. Raises
+        ``VideoDecodeError`` when the video cannot give them."""
+
+    # --- the dialogue ---------------------------------------------------------------------------------------
+    @abstractmethod
+    def opening(self, overview: Frames) -> Opening:
+        """The messages that open the episode, with ``overview`` at the user's placeholders."""
+
+    @abstractmethod
+    def step(self, text: str, turn: int, notes: list[str], pool: ThreadPoolExecutor) -> Turn:
+        """The agent's ``turn``-th whole turn (``text``, already bounded; ``notes`` say what bounding changed)."""
