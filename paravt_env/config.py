@@ -7,7 +7,7 @@ import numbers
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .episodes import episode_class, resolve_protocol
+from .episodes import episode_of
 from .gating import FRAME_BUDGETS
 from .protocol import PROMPT_MODES
 from .rewards import RewardConfig
@@ -105,13 +105,14 @@ class EnvConfig:
             raise ValueError(f"EnvConfig.prompt_mode must be one of {PROMPT_MODES}, got {self.prompt_mode!r}")
         if self.video_channel not in ("image_url", "video_url"):
             raise ValueError(f"EnvConfig.video_channel must be 'image_url' or 'video_url', got {self.video_channel!r}")
-        episode_class(resolve_protocol(self.protocol, self.tool_result)).check(self)  # what the protocol cannot take
+        episode_of(self).check(self)  # what the protocol cannot take
         for name in ("max_parallel", "max_turns", "frame_budget", "crop_max_frames", "max_action_chars"):
             value = getattr(self, name)
             if not _is_int(value) or value < 1:
                 raise ValueError(f"EnvConfig.{name} must be an integer >= 1, got {value!r}")
         if not _is_int(self.seed):
             raise ValueError(f"EnvConfig.seed must be an integer, got {self.seed!r}")
+        self.gating_choices = tuple(self.gating_choices) if isinstance(self.gating_choices, (list, tuple)) else self.gating_choices
         if not self.gating_choices or any(not _is_int(k) or k < 1 for k in self.gating_choices):
             raise ValueError(f"EnvConfig.gating_choices must be positive integer budgets, got {self.gating_choices!r}")
         if not (isinstance(self.crop_fps, numbers.Real) and 0 < self.crop_fps < math.inf):

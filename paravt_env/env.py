@@ -24,7 +24,7 @@ from gymnasium import spaces
 from .config import EnvConfig
 from .contact_sheet import contact_sheet
 from .data import VideoQASample, load_samples
-from .episodes import Episode, episode_class, resolve_protocol
+from .episodes import Episode, episode_of
 from .gating import gated_frame_budget
 from .memory import release_free_memory
 from .rewards import compute_reward, extract_answer
@@ -93,7 +93,7 @@ class VideoToolEnv(gym.Env[dict, str]):
         max_k = max(cfg.frame_budget, *cfg.gating_choices)
         max_frames = max(max_k, cfg.max_parallel * cfg.crop_max_frames)
         # The message protocol is picked once: everything it decides is the episode's (paravt_env.episodes).
-        self._episode_class = episode_class(resolve_protocol(cfg.protocol, cfg.tool_result))
+        self._episode_class = episode_of(cfg)
         max_pixels = self._episode_class.max_pixels(cfg)
         self.observation_space = spaces.Dict(
             {

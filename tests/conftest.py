@@ -60,7 +60,8 @@ def tvshim_on_path():
 @pytest.fixture(scope="session")
 def synth_small(tmp_path_factory):
     """Eight short synthetic videos (40-150 s) with one question each, generated once per test session."""
-    from paravt_env.data.synthetic import SynthConfig, generate_dataset
+    from paravt_env.data.synth_plan import SynthConfig
+    from paravt_env.data.synthetic import generate_dataset
 
     out = tmp_path_factory.mktemp("synth_small")
     samples = generate_dataset(out, SynthConfig(n=8, seed=5, min_duration=40, max_duration=150), progress=False)

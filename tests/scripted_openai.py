@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
-from paravt_env.data.synthetic import decode_index
+from paravt_env.data.index_video import decode_index
 
 
 class ScriptedModel:

@@ -17,7 +17,8 @@ from benchmarks.fuzz.env_fuzz import MODES, fuzz_env, run_fuzz
 
 @pytest.fixture(scope="module")
 def fuzz_samples(tmp_path_factory):
-    from paravt_env.data.synthetic import SynthConfig, generate_dataset
+    from paravt_env.data.synth_plan import SynthConfig
+    from paravt_env.data.synthetic import generate_dataset
 
     out = tmp_path_factory.mktemp("fuzz_synth")
     return generate_dataset(out, SynthConfig(n=6, seed=11, min_duration=30, max_duration=120), progress=False)

@@ -100,7 +100,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data = args.data
         if data is None:
-            from paravt_env.data.synthetic import SynthConfig, generate_dataset
+            from paravt_env.data.synth_plan import SynthConfig
+            from paravt_env.data.synthetic import generate_dataset
 
             generate_dataset(tmp, SynthConfig(n=8, seed=3, min_duration=60, max_duration=120), progress=False)
             data = tmp

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from paravt.baselines.vision import Detection
-from paravt_env.data.synthetic import PALETTE, SHAPES
+from paravt_env.data.synth_plan import PALETTE, SHAPES
 
 _QUESTION_RE = re.compile(r"^Question: (.*)$", re.MULTILINE)
 _OPTION_RE = re.compile(r"^([A-H])\. (.+)$", re.MULTILINE)

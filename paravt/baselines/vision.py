@@ -13,7 +13,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from paravt_env.data.synthetic import PALETTE, SHAPES, shape_mask
+from paravt_env.data.synth_drawing import shape_mask
+from paravt_env.data.synth_plan import PALETTE, SHAPES
 
 SATURATION_MIN = 70
 """max(R,G,B) - min(R,G,B) above which a pixel belongs to a needle (grey background: < 15 after h264)."""

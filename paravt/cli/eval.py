@@ -91,7 +91,7 @@ def add_eval_options(p: argparse.ArgumentParser, *, single: bool) -> None:
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from paravt.evaluation.harness import compare
+    from paravt.evaluation.report import compare
 
     print(compare(args.dirs), end="")
     return 0
@@ -105,8 +105,9 @@ def run_diff(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from paravt.evaluation.harness import OPTION_KEYS, eval_options, evaluate, to_markdown
+    from paravt.evaluation.harness import OPTION_KEYS, eval_options, evaluate
     from paravt.evaluation.policies import make_agent_factory, preflight
+    from paravt.evaluation.report import to_markdown
 
     missing = [f"--{k}" for k in ("policy", "data", "out") if not getattr(args, k)]
     if missing:
@@ -119,7 +120,6 @@ def run(args: argparse.Namespace) -> int:
         samples = samples[: args.limit]
     options = eval_options(args.policy, args.dispatch, protocol=args.protocol, subtitles=args.subtitles,
                            video_channel=args.video_channel, **{k: getattr(args, k) for k in OPTION_KEYS})  # fmt: skip
-    options.env_config()  # a setting the env refuses fails here, with its message, before any sample runs
     preflight(args.policy)  # a server that is not up fails the run now, not every sample
     factory, subagent = make_agent_factory(
         args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result, protocol=args.protocol
@@ -155,8 +155,9 @@ def run_suite_command(args: argparse.Namespace) -> int:
         raise ValueError(f"--paper-rows {args.paper_rows} must hold a JSON object {{row: {{column: value}}}}")
     options = eval_options(args.policy, args.dispatch, protocol=args.protocol, video_channel=args.video_channel,
                            **{k: getattr(args, k) for k in OPTION_KEYS})  # fmt: skip
-    grounding = args.grounding_prompt_mode or ("agentic_minimal" if args.protocol == "release" else options.prompt_mode)
-    options.env_config()
+    from paravt_env.episodes import episode_of
+
+    grounding = args.grounding_prompt_mode or episode_of(options).grounding_prompt_mode or options.prompt_mode
     preflight(args.policy)
     factory, subagent = make_agent_factory(
         args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result, protocol=args.protocol

@@ -28,7 +28,8 @@ def add_parser(sub, name: str, help_text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from paravt_env.data.synthetic import SynthConfig, generate_dataset
+    from paravt_env.data.synth_plan import SynthConfig
+    from paravt_env.data.synthetic import generate_dataset
 
     if args.n < 1:
         raise ValueError(f"--n must be at least 1 (videos to write), got {args.n}")

@@ -90,7 +90,8 @@ def evaluate_heldout(out, progress: bool = True) -> str:
     (``RUN/coldstart/model`` -> ``RUN/eval_coldstart``), as Markdown with the two side by side. Where the
     needle-less copy of the split exists (``RUN/heldout_blank``), both are also evaluated on it
     (``RUN/eval_blank``, ``RUN/eval_coldstart_blank``): answers that follow the pixels fall to guessing there."""
-    from paravt.evaluation.harness import evaluate_checkpoint, to_markdown
+    from paravt.evaluation.harness import evaluate_checkpoint
+    from paravt.evaluation.report import to_markdown
 
     data, blank = out / "heldout", out / "heldout_blank"
     runs = [("RL", out / "checkpoint" / "model", out / "eval")]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from paravt_env.config import flatten_dotted
+from paravt_env.episodes import episode_class, resolve_protocol
 
 SCORER = "paravt-score/1"
 """Version of ``score_prediction`` / ``is_correct`` (bump when scoring changes); the release protocol's rows
@@ -27,6 +28,15 @@ are scored by ``release_score`` and say so."""
 
 def _sha(payload: Any) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _scorer(config: dict[str, Any]) -> str:
+    """How the evaluation scored its answers: the release's scorer under a release protocol, else ours."""
+    try:
+        release = episode_class(resolve_protocol(str(config.get("protocol", "paravt")), str(config.get("tool_result", "frames")))).release
+    except ValueError:  # a protocol this version does not know: scored as ours
+        return SCORER
+    return "release_score" if release else SCORER
 
 
 def _versions() -> dict[str, str | None]:
@@ -69,7 +79,7 @@ def fingerprint(config: dict[str, Any], rows: list[dict[str, Any]], settings: di
         "pixels": [config.get("min_pixels"), config.get("max_pixels")],
         "crops": {k: config.get(k) for k in ("dispatch", "max_turns", "max_parallel", "crop_fps", "crop_max_frames", "tool_result")},
         "decoder": {"backend": config.get("backend", "auto")},
-        "scorer": "release_score" if config.get("protocol") == "release" else SCORER,
+        "scorer": _scorer(config),
         "judge": config.get("judge"),
         "policy": config.get("policy"),
         "sampling": settings,
@@ -80,7 +90,7 @@ def fingerprint(config: dict[str, Any], rows: list[dict[str, Any]], settings: di
 
 
 def _load(run: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    from paravt.evaluation.harness import read_results
+    from paravt.evaluation.store import read_results
 
     summary_path = Path(run) / "summary.json"
     if not summary_path.is_file():

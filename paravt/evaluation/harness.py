@@ -18,26 +18,19 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from paravt.evaluation.fingerprints import fingerprint, policy_settings
-
-# The store, scoring and report live in their own modules; their names stay importable from here.
-from paravt.evaluation.report import (  # noqa: F401
-    DURATION_BUCKETS,
-    IOU_THRESHOLDS,
-    compare,
+from paravt.evaluation.report import (
     summarize,
-    to_markdown,
     write_report,
 )
-from paravt.evaluation.scoring import grounding_span, is_correct, release_result, score_prediction  # noqa: F401
-from paravt.evaluation.store import (  # noqa: F401
+from paravt.evaluation.scoring import grounding_span, is_correct, release_result, score_prediction
+from paravt.evaluation.store import (
     CONFIG,
     RESULTS,
-    OutputLocked,
     ResultsWriter,
     SampleResult,
     check_config,
@@ -46,53 +39,20 @@ from paravt.evaluation.store import (  # noqa: F401
     read_results,
 )
 from paravt_env import EnvConfig, VideoQASample, VideoToolEnv, storage
+from paravt_env.episodes import episode_class, episode_of, resolve_protocol
 from paravt_env.play import play_episode
+from paravt_env.protocol import THINK_PREFIX
 from paravt_env.records import episode_record
+from paravt_env.tools import PENDING_SUBAGENT, PendingSubAgent
+
+RECORDED = ("dispatch", "frame_budget", "max_turns", "max_parallel", "prompt_mode", "tool_result", "crop_fps",
+            "crop_max_frames", "min_pixels", "max_pixels", "response_prefix", "protocol", "subtitles", "video_channel")
+"""The env settings an evaluation records in ``eval_config.json`` (what its numbers depend on; resuming needs
+the same)."""
 
 
-@dataclass
-class EvalOptions:
-    """The env options of an evaluation (defaults: the paper's eval protocol)."""
-
-    dispatch: str = "parallel"
-    frame_budget: int = 64
-    max_turns: int = 3
-    max_parallel: int = 5
-    prompt_mode: str = "agentic"
-    tool_result: str = "frames"
-    crop_fps: float = 1.0
-    crop_max_frames: int = 16
-    min_pixels: int = 784
-    max_pixels: int = 50176
-    response_prefix: str = ""
-    """The prefix the policy's prompt forces (scored as prompt, not as the policy's text)."""
-    protocol: str = "paravt"
-    """"release": the released driver's messages and its scoring (``release_score``); see ``EnvConfig``."""
-    subtitles: bool = False
-    """Show each video's subtitles before the question (Video-MME w/ subs)."""
-    video_channel: str = "image_url"
-    """Release protocol: "video_url" sends the video as a file:// URL for the server to sample (the release's
-    Charades-STA runs)."""
-
-    def env_config(self, subagent: Any = None) -> EnvConfig:
-        return EnvConfig(
-            dispatch=self.dispatch,
-            frame_budget=self.frame_budget,
-            max_turns=self.max_turns,
-            max_parallel=self.max_parallel,
-            prompt_mode=self.prompt_mode,
-            tool_result=self.tool_result,
-            subagent=subagent,
-            force_final_answer=True,
-            crop_fps=self.crop_fps,
-            crop_max_frames=self.crop_max_frames,
-            min_pixels=self.min_pixels,
-            max_pixels=self.max_pixels,
-            response_prefix=self.response_prefix,
-            protocol=self.protocol,
-            subtitles=self.subtitles,
-            video_channel=self.video_channel,
-        )
+def eval_settings(config: EnvConfig) -> dict[str, Any]:
+    return {k: getattr(config, k) for k in RECORDED}
 
 
 OPTION_KEYS = ("frame_budget", "max_turns", "max_parallel", "crop_fps", "crop_max_frames", "max_pixels",
@@ -113,23 +73,25 @@ def policy_card(spec: str) -> dict:
 
 
 def eval_options(policy: str, dispatch: str = "parallel", *, protocol: str = "paravt", subtitles: bool = False,
-                 video_channel: str = "image_url", **given) -> EvalOptions:  # fmt: skip
-    """Options given (None: not given), then the checkpoint's card, then the paper's eval defaults."""
+                 video_channel: str = "image_url", **given) -> EnvConfig:  # fmt: skip
+    """The env of an evaluation: options given (None: not given), then the checkpoint's card, then the paper's
+    eval defaults (``EnvConfig``'s). A sub-agent mode names its sub-agent at ``evaluate``."""
     unknown = sorted(set(given) - set(OPTION_KEYS))
     if unknown:
         raise TypeError(f"unknown eval option(s) {unknown}; known: {list(OPTION_KEYS)}")
     card = policy_card(policy)
     trained = card.get("env", {})
-    defaults = EvalOptions()
+    defaults = EnvConfig()
     pick = {}
     for key in OPTION_KEYS:
         value = given.get(key)
         pick[key] = value if value is not None else trained.get(key, getattr(defaults, key))
     pick["min_pixels"] = min(trained.get("min_pixels", defaults.min_pixels), pick["max_pixels"])
-    if protocol == "release" and pick["prompt_mode"] in ("agentic", "agentic_compact"):
-        pick["prompt_mode"] = "agentic_general"  # the release's name, so the config says what ran
-    return EvalOptions(dispatch=dispatch, response_prefix="<think>\n" if card.get("think_prefix") else "",
-                       protocol=protocol, subtitles=subtitles, video_channel=video_channel, **pick)  # fmt: skip
+    # the protocol's own name of the prompt mode (the release's "agentic_general"), so the config says what ran
+    pick["prompt_mode"] = episode_class(resolve_protocol(protocol, pick["tool_result"])).prompt_mode_name(pick["prompt_mode"])
+    return EnvConfig(dispatch=dispatch, response_prefix=THINK_PREFIX if card.get("think_prefix") else "", protocol=protocol,
+                     subtitles=subtitles, video_channel=video_channel, force_final_answer=True,
+                     subagent=PENDING_SUBAGENT if pick["tool_result"] == "subagent" else None, **pick)  # fmt: skip
 
 
 def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *, dispatch: str = "parallel",
@@ -154,31 +116,36 @@ def evaluate(
     samples: Sequence[VideoQASample],
     make_agent: Callable[[], Any],
     out: str | Path,
-    options: EvalOptions | None = None,
+    options: EnvConfig | None = None,
     *,
     concurrency: int = 1,
     progress: bool = True,
     run_config: dict[str, Any] | None = None,
     subagent: Any = None,
 ) -> dict[str, Any]:
-    """Run every sample not yet in ``out/results.jsonl``; write the summary, report and chart; return the summary."""
-    options = options or EvalOptions()
+    """Run every sample not yet in ``out/results.jsonl``; write the summary, report and chart; return the summary.
+    ``subagent`` answers the crops of a sub-agent mode (``options.tool_result="subagent"``)."""
+    options = options or EnvConfig()
+    if subagent is not None:
+        options = replace(options, subagent=subagent)
+    if options.tool_result == "subagent" and isinstance(options.subagent, PendingSubAgent):
+        raise ValueError('tool_result="subagent" needs a sub-agent: pass evaluate(..., subagent=...)')
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     with exclusive_lock(out):
         return _evaluate(samples, make_agent, out, options, concurrency=concurrency, progress=progress,
-                         run_config=run_config, subagent=subagent)  # fmt: skip
+                         run_config=run_config)  # fmt: skip
 
 
-def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurrency: int, progress: bool,
-              run_config: dict[str, Any] | None, subagent: Any) -> dict[str, Any]:  # fmt: skip
-    check_config(out, {**(run_config or {}), **asdict(options)})
+def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency: int, progress: bool,
+              run_config: dict[str, Any] | None) -> dict[str, Any]:  # fmt: skip
+    check_config(out, {**(run_config or {}), **eval_settings(config)})
+    release = episode_of(config).release
     # Rows that failed for a transient reason (server down, timeout) are run again; the rest are kept.
     existing = [r for r in read_results(out / RESULTS) if not r.get("transient")]
     done = {r["id"] for r in existing}
     todo = [s for s in samples if s.id not in done]
     writer = ResultsWriter(out / RESULTS, existing)
-    config = options.env_config(subagent)
     local = threading.local()
     envs: list[VideoToolEnv] = []
     envs_lock = threading.Lock()
@@ -201,7 +168,7 @@ def _evaluate(samples, make_agent, out: Path, options: EvalOptions, *, concurren
             if not settings:
                 settings.update(policy_settings(agent))
             ep = play_episode(env_for_thread(), agent, options={"sample": sample})
-            if options.protocol == "release":
+            if release:  # the release's scoring of its final response
                 score, prediction, answer, correct, extra = release_result(sample, ep.final_info)
             else:
                 score, prediction, answer = (

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from paravt_env import storage
-from paravt_env.storage import OutputLocked  # noqa: F401 - re-exported: callers catch it from here
 
 RESULTS = "results.jsonl"
 CONFIG = "eval_config.json"

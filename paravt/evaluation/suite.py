@@ -25,7 +25,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from paravt.evaluation.harness import EvalOptions, evaluate
+from paravt.evaluation.harness import evaluate
+from paravt_env import EnvConfig
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def column_samples(root: Path, column: Column, limit: int | None) -> list:
     return samples[: limit or None]
 
 
-def run_suite(root: str | Path, make_agent, out: str | Path, options: EvalOptions, *, grounding_prompt_mode: str,
+def run_suite(root: str | Path, make_agent, out: str | Path, options: EnvConfig, *, grounding_prompt_mode: str,
               grounding_video_channel: str = "image_url", columns: tuple[str, ...] = COLUMN_KEYS, limit: int | None = None, concurrency: int = 1,
               progress: bool = True, run_config: dict[str, Any] | None = None, subagent: Any = None,
               paper_rows: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:  # fmt: skip

@@ -29,7 +29,7 @@ Unit = tuple[Trajectory, float, float, float]
 def training_units(groups: list[list[Trajectory]], cfg: TrainConfig) -> tuple[list[Unit], bool, bool]:
     """The step's trained sequences with their advantages and weights; also whether advantages are per token
     (token anchoring) and whether the KL goes into them (``grpo.kl_in_reward``)."""
-    token_level = cfg.algorithm == "para_grpo" and cfg.para.anchoring == "token"
+    token_level = cfg.settings().token_anchoring
     token_counts = [[sum(t.loss_mask[1:]) for t in g] for g in groups]  # per rollout, for token-weighted norms
     # KL in the reward (the release's form): the batch normalisation waits until the per-token KL returns
     # are in the advantages, then runs over the batch's tokens.

@@ -15,7 +15,9 @@ import yaml
 
 from paravt.learners.coldstart.perception import PerceptionConfig
 from paravt.learners.grpo import GRPOConfig
-from paravt.learners.para_grpo import ParaGRPOConfig
+from paravt.learners.para_grpo import Algorithm, ParaGRPOConfig, algorithm
+from paravt_env import EnvConfig
+from paravt_env.tools import PENDING_SUBAGENT
 
 RECIPES_DIR = Path(__file__).parent / "recipes"
 
@@ -83,7 +85,7 @@ class DataConfig:
 
     def synth_config(self, n: int | None = None, seed: int | None = None, **changes: Any):
         """The generator settings of these videos (``n``/``seed`` and any field overridden)."""
-        from paravt_env.data.synthetic import QUESTION_KINDS, SynthConfig
+        from paravt_env.data.synth_plan import QUESTION_KINDS, SynthConfig
 
         events = {"min_events": self.events, "max_events": self.events} if self.events else {}
         base = dict(
@@ -95,37 +97,6 @@ class DataConfig:
         )  # fmt: skip
         base.update(changes)
         return SynthConfig(**base)
-
-
-@dataclass
-class EnvOptions:
-    """Env options of the rollouts (see ``paravt_env.EnvConfig``)."""
-
-    frame_budget: int = 64
-    max_turns: int = 3
-    max_parallel: int = 5
-    crop_max_frames: int = 16
-    min_pixels: int = 784
-    max_pixels: int = 50176
-    tool_result: str = "frames"
-    crop_fps: float = 1.0
-    """Frames per second of window a crop returns (at most ``crop_max_frames``)."""
-    prompt_mode: str = "agentic"
-    """System prompt of the episodes (``paravt_env.protocol.prompts``): "agentic", or "agentic_compact" (the same
-    contract in a few lines: tiny recipes, where the long prompt is most of every sequence). Recorded in the
-    policy card, so ``paravt eval --policy hf:DIR`` asks in the same words. Under ``protocol: release`` the
-    release's own prompts apply: ``agentic_compact`` (ours) becomes its default agentic prompt."""
-
-    def env_prompt_mode(self) -> str:
-        """The prompt mode the env gets (see ``prompt_mode``)."""
-        return "agentic" if self.protocol == "release" and self.prompt_mode == "agentic_compact" else self.prompt_mode
-    protocol: str = "paravt"
-    """"release": episodes as the released RL workflow plays them (with ``tool_result: subagent``: the
-    parquet's own prompt messages, the released sub-agent prompt, summaries cut at 512 tokens; see
-    ``paravt_env.EnvConfig.protocol``)."""
-    release_overview_fps: float | None = 1.0
-    """Release protocol only: the overview at 1 fps as the release's base RL config (which leaves nFrames
-    Gating without effect), or null for K gated frames."""
 
 
 @dataclass
@@ -235,13 +206,16 @@ class LogConfig:
 @dataclass
 class TrainConfig:
     algorithm: str = "para_grpo"
-    """"para_grpo" or "grpo" (vanilla: RewardConfig.vanilla(), no gating, no think prefix)."""
+    """A name of ``para_grpo.ALGORITHMS``: "para_grpo" or "grpo" (vanilla: RewardConfig.vanilla(), no gating, no
+    think prefix)."""
     steps: int = 100
     save_every: int = 10
     seed: int = 0
     model: ModelConfig = field(default_factory=ModelConfig)
     data: DataConfig = field(default_factory=DataConfig)
-    env: EnvOptions = field(default_factory=EnvOptions)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    """The rollouts' env (any ``paravt_env.EnvConfig`` field but those ``ALGORITHM_KEYS`` names: the algorithm
+    table and ``seed`` set them)."""
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     grpo: GRPOConfig = field(default_factory=GRPOConfig)
@@ -251,23 +225,40 @@ class TrainConfig:
     log: LogConfig = field(default_factory=LogConfig)
 
     def __post_init__(self) -> None:
-        if self.algorithm not in ("para_grpo", "grpo"):
-            raise ValueError(f"TrainConfig.algorithm must be 'para_grpo' or 'grpo', got {self.algorithm!r}")
+        self.settings()  # an unknown algorithm is an error that names the known ones
+
+    def settings(self) -> Algorithm:
+        """What this run's algorithm sets (gating, think prefix, anchoring granularity, reward):
+        ``para_grpo.ALGORITHMS``."""
+        return algorithm(self.algorithm, self.para)
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        out["env"].pop("subagent", None)  # the policy itself, attached at run time: not a setting
+        return out
 
     @property
     def think_prefix(self) -> bool:
         """Whether every response starts with a forced ``<think>\\n`` (PARA-GRPO's constrained opening; the
         release's vanilla GRPO has none). The prefix is prompt: the reward scores only what follows it."""
-        return self.algorithm == "para_grpo" and self.para.think_prefix
+        return self.settings().think_prefix
+
+
+ALGORITHM_KEYS = {"nframes_gating": "para.nframes_gating", "gating_choices": "para.gating_choices",
+                  "reward": "algorithm and para.*", "response_prefix": "para.think_prefix", "seed": "seed (top level)",
+                  "subagent": "nothing: the policy itself answers"}  # fmt: skip
+"""``EnvConfig`` fields a recipe's ``env:`` section may not set, and where they are set instead."""
 
 
 def _build(cls, data: dict[str, Any], where: str):
     if not isinstance(data, dict):
         raise ValueError(f"recipe section {where or 'top level'} must be a mapping, got {type(data).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
+    if cls is EnvConfig:
+        owned = sorted(set(data) & set(ALGORITHM_KEYS))
+        if owned:
+            raise ValueError(f"recipe key {where}{owned[0]} is set by the algorithm, not the env section: set "
+                             f"{ALGORITHM_KEYS[owned[0]]}")  # fmt: skip
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ValueError(f"unknown recipe key(s) {[f'{where}{k}' for k in unknown]}; known in {where or 'top level'}: {sorted(fields)}")
@@ -279,7 +270,12 @@ def _build(cls, data: dict[str, Any], where: str):
             kwargs[name] = _build(type(default), value or {}, f"{where}{name}.")
         else:
             kwargs[name] = _typed(value, hints[name], f"{where}{name}")
-    return cls(**kwargs)
+    if cls is EnvConfig and kwargs.get("tool_result") == "subagent":
+        kwargs["subagent"] = PENDING_SUBAGENT  # the trainer attaches the policy itself
+    try:
+        return cls(**kwargs)
+    except ValueError as exc:  # the dataclass's own checks (EnvConfig's), naming the section
+        raise ValueError(f"recipe section {where.rstrip('.') or 'top level'}: {exc}") from None
 
 
 def _typed(value: Any, hint: Any, key: str) -> Any:

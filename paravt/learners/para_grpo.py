@@ -1,4 +1,5 @@
-"""PARA-GRPO = GRPO + Exploration Anchoring + nFrames Gating (arXiv 2605.20342, §3).
+"""PARA-GRPO = GRPO + Exploration Anchoring + nFrames Gating (arXiv 2605.20342, §3): the whole delta, and
+``ALGORITHMS``, the one table that says what each algorithm sets (no other module compares algorithm names).
 
 - **nFrames Gating** lives in the env (``EnvConfig(nframes_gating=True)``): K ~ U{4, 8, 16, 32, 64} per
   (prompt, epoch), shared by the group. The learner only has to reset every rollout of a group with the same
@@ -19,6 +20,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -67,6 +69,42 @@ class ParaGRPOConfig:
         weight = self.anchor_weight if self.anchoring == "sequence" else 0.0
         return RewardConfig(self.answer_suffix, weight, base.format_weight, base.mode, base.tool_source,
                             score_forced_prefix=self.prefix_scored)
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """What an algorithm sets in the env, the policy and the loss."""
+
+    nframes_gating: bool
+    """The env draws K per (prompt, epoch) from ``para.gating_choices`` (PARA-GRPO: nFrames Gating)."""
+    think_prefix: bool
+    """Every main-agent turn opens with a forced ``<think>\\n`` (prompt tokens; the reward scores what follows)."""
+    token_anchoring: bool
+    """The format advantage goes to the structural tokens only (``para.anchoring="token"``)."""
+    reward: RewardConfig
+    """The env's reward."""
+
+
+def _vanilla_grpo(para: ParaGRPOConfig) -> Algorithm:
+    """Vanilla GRPO as the release runs it: its vanilla reward, no gating, no think prefix."""
+    return Algorithm(nframes_gating=False, think_prefix=False, token_anchoring=False, reward=RewardConfig.vanilla())
+
+
+def _para_grpo(para: ParaGRPOConfig) -> Algorithm:
+    """PARA-GRPO with the ``para`` section's switches (the ablation arms turn them off one by one)."""
+    return Algorithm(nframes_gating=para.nframes_gating, think_prefix=para.think_prefix,
+                     token_anchoring=para.anchoring == "token", reward=para.reward_config())  # fmt: skip
+
+
+ALGORITHMS: dict[str, Callable[[ParaGRPOConfig], Algorithm]] = {"grpo": _vanilla_grpo, "para_grpo": _para_grpo}
+"""Algorithm name (``TrainConfig.algorithm``) -> what it sets, given the ``para`` section."""
+
+
+def algorithm(name: str, para: ParaGRPOConfig) -> Algorithm:
+    """What algorithm ``name`` sets; an unknown name is an error that names the known ones."""
+    if name not in ALGORITHMS:
+        raise ValueError(f"TrainConfig.algorithm must be one of {sorted(ALGORITHMS)}, got {name!r}")
+    return ALGORITHMS[name](para)
 
 
 def sequence_advantages(rewards: list[list[float]], config: GRPOConfig,

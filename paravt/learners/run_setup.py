@@ -4,15 +4,16 @@ locally), and the env and reward configuration each algorithm trains under."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
 
 from paravt.learners.config import TrainConfig
-from paravt.learners.policies.hf import THINK_PREFIX
 from paravt_env import EnvConfig, load_samples
 from paravt_env.paths import cache_dir
-from paravt_env.rewards import RewardConfig
+from paravt_env.protocol import THINK_PREFIX
+from paravt_env.tools import PENDING_SUBAGENT
 
 
 def synth_dir(synth) -> Path:
@@ -83,22 +84,13 @@ def _build_device(device: str) -> str:
     return device
 
 
-def reward_config(cfg: TrainConfig) -> RewardConfig:
-    return cfg.para.reward_config() if cfg.algorithm == "para_grpo" else RewardConfig.vanilla()
-
-
-def uses_think_prefix(cfg: TrainConfig) -> bool:
-    return cfg.think_prefix
-
-
 def env_config(cfg: TrainConfig) -> EnvConfig:
-    e = cfg.env
-    gating = cfg.algorithm == "para_grpo" and cfg.para.nframes_gating
-    return EnvConfig(
-        frame_budget=e.frame_budget, max_turns=e.max_turns, max_parallel=e.max_parallel, crop_fps=e.crop_fps,
-        crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels, prompt_mode=e.env_prompt_mode(),
-        tool_result=e.tool_result, subagent=(lambda r: "") if e.tool_result == "subagent" else None,
-        nframes_gating=gating, gating_choices=cfg.para.gating_choices, seed=cfg.seed, reward=reward_config(cfg),
-        response_prefix=THINK_PREFIX if uses_think_prefix(cfg) else "",  # the reward scores generated text only
-        protocol=e.protocol, release_overview_fps=e.release_overview_fps,
+    """The rollouts' env: the recipe's ``env`` section with what the algorithm table sets (gating, reward, think
+    prefix) and the run's seed. The launcher of every engine builds its env from this too."""
+    algo = cfg.settings()
+    subagent = cfg.env.subagent if cfg.env.tool_result == "subagent" else None
+    return dataclasses.replace(
+        cfg.env, nframes_gating=algo.nframes_gating, gating_choices=cfg.para.gating_choices, seed=cfg.seed,
+        reward=algo.reward, subagent=subagent or (PENDING_SUBAGENT if cfg.env.tool_result == "subagent" else None),
+        response_prefix=THINK_PREFIX if algo.think_prefix else "",  # the reward scores generated text only
     )  # fmt: skip

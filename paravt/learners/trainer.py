@@ -44,16 +44,7 @@ from paravt.learners.policies.card import CARD_NAME, write_card
 from paravt.learners.policies.encoded import length_buckets
 from paravt.learners.policies.hf import HFPolicy
 from paravt.learners.rollout import run_batch
-from paravt.learners.run_setup import (  # noqa: F401  (write_heldout, synth_dir: still importable from here)
-    env_config,
-    resolve_data,
-    resolve_model_path,
-    resolve_perception_data,
-    reward_config,
-    synth_dir,
-    uses_think_prefix,
-    write_heldout,
-)
+from paravt.learners.run_setup import env_config, resolve_data, resolve_model_path, resolve_perception_data
 from paravt.learners.step_clock import StepClock
 from paravt.learners.trajectory import Trajectory
 from paravt_env import VideoToolEnv, storage
@@ -108,7 +99,7 @@ class Trainer:
             self.metrics_path.unlink()
         load_from = self.ckpt / "model" if self.resumed else coldstart if self.from_coldstart else base_path
         dtype = torch.bfloat16 if cfg.model.dtype == "bf16" else torch.float32
-        think = uses_think_prefix(cfg)
+        think = cfg.think_prefix
         self.policy = HFPolicy.from_pretrained(
             load_from, device=cfg.model.device, dtype=dtype, max_new_tokens=cfg.rollout.max_new_tokens,
             temperature=cfg.rollout.temperature, think_prefix=think,
@@ -338,7 +329,7 @@ class Trainer:
                 if f.is_file() and not f.name.startswith(("model", "config.json", "generation_config")):
                     shutil.copy2(f, target / f.name)
         low, high = self.cfg.model.processor_pixels(self.cfg.env.min_pixels, self.cfg.env.max_pixels)
-        write_card(target, think_prefix=uses_think_prefix(self.cfg), env=asdict(self.cfg.env), algorithm=self.cfg.algorithm,
+        write_card(target, think_prefix=self.cfg.think_prefix, env=asdict(self.cfg.env), algorithm=self.cfg.algorithm,
                    processor_pixels={"min_pixels": low, "max_pixels": high})  # fmt: skip
 
     def save(self) -> None:

@@ -7,9 +7,11 @@ them; ``make_index_video`` / ``decode_index`` make videos whose frames show thei
 """
 
 from .formats import DataFormatError
+from .index_video import decode_index, make_index_video
 from .loaders import FORMATS, detect_format, load_samples
 from .sample import QUESTION_TYPES, Event, VideoQASample
-from .synthetic import SynthConfig, decode_index, generate_dataset, make_index_video
+from .synth_plan import SynthConfig
+from .synthetic import generate_dataset
 
 __all__ = [
     "FORMATS",

@@ -1,5 +1,5 @@
-"""Drawing the synthetic videos: what can be drawn (the palette and the shapes), frames rendered straight into
-YUV 4:2:0 planes with numpy, and their deterministic h264 encoding (``synthetic.py`` plans what to draw)."""
+"""Drawing the synthetic videos: each shape's mask, frames rendered straight into YUV 4:2:0 planes with numpy,
+and their deterministic h264 encoding (``synth_plan`` says what to draw)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,10 @@ from typing import TYPE_CHECKING
 import av
 import numpy as np
 
+from .synth_plan import PALETTE, SHAPES
+
 if TYPE_CHECKING:
-    from .synthetic import SynthConfig, VideoPlan
-
-PALETTE: dict[str, tuple[int, int, int]] = {
-    # Hues 60 degrees apart at high saturation: they stay distinct after 4:2:0 chroma subsampling, h264 at a
-    # high crf and resizing to ~100 px, and every one is far from the grey of the background.
-    "red": (230, 30, 30),
-    "yellow": (235, 225, 30),
-    "green": (30, 200, 40),
-    "cyan": (30, 215, 225),
-    "blue": (40, 60, 235),
-    "magenta": (225, 40, 215),
-}
-SHAPES = ("circle", "square", "triangle", "star", "cross")
-
+    from .synth_plan import SynthConfig, VideoPlan
 
 def shape_mask(shape: str, side: int) -> np.ndarray:
     """A boolean ``side`` x ``side`` mask of one shape, filling most of its box."""

@@ -10,13 +10,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .sample import Event, VideoQASample
-from .synth_drawing import PALETTE, SHAPES
+from .synth_plan import PALETTE, SHAPES
 
 if TYPE_CHECKING:
-    from .synthetic import Needle, SynthConfig, VideoPlan
-
-QUESTION_KINDS = ("mcq_colour", "mcq_shape", "mcq_order", "mcq_count", "oe_colour", "oe_shape", "tvg")
-"""Question kinds; ``SynthConfig.question_kinds`` draws from its tuple uniformly (repeat a kind to weight it)."""
+    from .synth_plan import Needle, SynthConfig, VideoPlan
 
 _KIND_TYPE = {"mcq": "mcq", "oe": "oe", "tvg": "tvg"}
 

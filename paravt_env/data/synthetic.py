@@ -9,9 +9,9 @@ knows where to look, and a pixel detector can find them too: nothing but an even
 Colours and shapes are unique within a video, so every question has exactly one right answer: multiple
 choice (colour, shape, order of appearance, count), open-ended (colour, shape) and temporal grounding.
 
-This module plans videos (everything drawn from a seed before any pixel exists) and writes datasets;
-``synth_drawing`` renders and encodes the plans, ``synth_questions`` asks the questions, ``index_video`` makes
-the exact-seek test videos. Frames are rendered straight into YUV 4:2:0 planes with numpy, a chunk of frames at
+This module writes datasets; ``synth_plan`` plans the videos (everything drawn from a seed before any pixel
+exists), ``synth_drawing`` renders and encodes the plans, ``synth_questions`` asks the questions, ``index_video``
+makes the exact-seek test videos. Frames are rendered straight into YUV 4:2:0 planes with numpy, a chunk of frames at
 a time, and handed to x264 as they are: no colour conversion inside the encoder (PyAV's implicit RGB->YUV step
 made x264's first GOPs differ from run to run), one encoder thread and periodic keyframes only, so the same seed
 gives the same bytes on any machine.
@@ -19,239 +19,19 @@ gives the same bytes on any machine.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-
 from ..storage import write_text_atomic
-from .index_video import INDEX_GRID, decode_index, index_image, make_index_video
-from .sample import Event, VideoQASample
-from .synth_drawing import PALETTE, SHAPES, render_video, render_yuv, rgb_to_ycbcr, shape_mask
-from .synth_questions import QUESTION_KINDS, make_samples
+from .sample import VideoQASample
+from .synth_drawing import render_video
+from .synth_plan import GENERATOR_VERSION, SynthConfig, VideoPlan, plan_video
+from .synth_questions import make_samples
 
 logger = logging.getLogger(__name__)
-
-GENERATOR_VERSION = 2
-"""Bump when the pixels or questions a config produces change: it is part of every video's file name."""
-
-
-@dataclass
-class SynthConfig:
-    """Settings of a synthetic dataset. The same settings and seed give identical samples and video bytes."""
-
-    n: int = 16
-    """Number of videos."""
-    seed: int = 0
-    """Master seed; video i draws from the stream (seed, i), so changing ``n`` keeps the first videos as they are."""
-    min_duration: float = 60.0
-    """Shortest video, seconds."""
-    max_duration: float = 600.0
-    """Longest video, seconds."""
-    fps: int = 2
-    """Frames per second of the encoded videos."""
-    size: int = 224
-    """Frame side in pixels (square frames; even, for 4:2:0 chroma)."""
-    min_events: int = 2
-    """Fewest needles per video."""
-    max_events: int = 4
-    """Most needles per video (at most the number of shapes, 5; fewer in videos too short to hold them)."""
-    min_event_seconds: float = 2.0
-    """Shortest time a needle stays on screen."""
-    max_event_seconds: float = 6.0
-    """Longest time a needle stays on screen."""
-    distractors: int = 3
-    """Soft grey blobs wandering over each video (never saturated, so never mistaken for a needle)."""
-    event_scale_min: float = 0.25
-    """Smallest needle, as its side over the frame side. The tiny CPU policy needs large needles (0.6-0.85):
-    its vision tower sees a 64 x 64 frame as 2 x 2 merged tokens."""
-    event_scale_max: float = 0.38
-    """Largest needle, as its side over the frame side (at most 1)."""
-    question_kinds: tuple[str, ...] = QUESTION_KINDS
-    """Question kinds to draw from, uniformly; repeat a kind to weight it."""
-    questions_per_video: int = 1
-    """Questions asked about each video (each one is a sample; they share the video)."""
-    crf: int = 33
-    """x264 constant rate factor: higher gives smaller files (colours stay within ~8 levels at 33)."""
-    gop_seconds: float = 2.0
-    """Keyframe interval, seconds (keyframes are strictly periodic: no scene-cut keyframes at events)."""
-    preset: str = "veryfast"
-    """x264 preset."""
-    needles_visible: bool = True
-    """False renders every video without its needles (background and distractors only), the samples (questions,
-    answers, event times) unchanged: the control that shows whether a policy answers from the pixels (its
-    accuracy there should fall to what guessing gets)."""
-
-    def __post_init__(self) -> None:
-        self.question_kinds = tuple(self.question_kinds)
-        if self.n < 0:
-            raise ValueError(f"SynthConfig.n must be >= 0, got {self.n}")
-        if not 0 < self.min_duration <= self.max_duration:
-            raise ValueError(
-                "SynthConfig needs 0 < min_duration <= max_duration, "
-                f"got min_duration={self.min_duration}, max_duration={self.max_duration}"
-            )
-        if self.fps < 1 or int(self.fps) != self.fps:
-            raise ValueError(f"SynthConfig.fps must be a positive integer, got {self.fps}")
-        if self.size < 32 or self.size % 2:
-            raise ValueError(f"SynthConfig.size must be an even number >= 32, got {self.size}")
-        if not 1 <= self.min_events <= self.max_events <= len(SHAPES):
-            raise ValueError(
-                f"SynthConfig needs 1 <= min_events <= max_events <= {len(SHAPES)}, "
-                f"got min_events={self.min_events}, max_events={self.max_events}"
-            )
-        if not 1.0 / self.fps <= self.min_event_seconds <= self.max_event_seconds:
-            raise ValueError(
-                "SynthConfig needs 1/fps <= min_event_seconds <= max_event_seconds, "
-                f"got min_event_seconds={self.min_event_seconds}, max_event_seconds={self.max_event_seconds}"
-            )
-        # Each event gets its own slot of the video with a second of margin on either side; shorter videos
-        # get fewer events (never fewer than min_events).
-        needed = self.min_events * (self.max_event_seconds + 2.0)
-        if self.min_duration < needed:
-            raise ValueError(
-                f"SynthConfig.min_duration={self.min_duration} s cannot hold min_events={self.min_events} "
-                f"events of up to max_event_seconds={self.max_event_seconds} s (needs >= {needed} s)"
-            )
-        unknown = sorted(set(self.question_kinds) - set(QUESTION_KINDS))
-        if unknown or not self.question_kinds:
-            raise ValueError(
-                f"SynthConfig.question_kinds: unknown {unknown or '(empty)'}; known: {QUESTION_KINDS}"
-            )
-        if self.questions_per_video < 1:
-            raise ValueError(f"SynthConfig.questions_per_video must be >= 1, got {self.questions_per_video}")
-        if not 0 < self.event_scale_min <= self.event_scale_max <= 1:
-            raise ValueError(
-                "SynthConfig needs 0 < event_scale_min <= event_scale_max <= 1, "
-                f"got event_scale_min={self.event_scale_min}, event_scale_max={self.event_scale_max}"
-            )
-        if self.distractors < 0:
-            raise ValueError(f"SynthConfig.distractors must be >= 0, got {self.distractors}")
-        if not 0 <= self.crf <= 51:
-            raise ValueError(f"SynthConfig.crf must be in [0, 51], got {self.crf}")
-        if self.gop_seconds <= 0:
-            raise ValueError(f"SynthConfig.gop_seconds must be > 0, got {self.gop_seconds}")
-
-    @property
-    def gop(self) -> int:
-        """Keyframe interval in frames."""
-        return max(1, int(round(self.gop_seconds * self.fps)))
-
-    def video_key(self) -> str:
-        """Hash of everything that shapes a video's bytes (not ``n``, nor the question settings)."""
-        pixels = {
-            k: v for k, v in asdict(self).items() if k not in ("n", "question_kinds", "questions_per_video")
-        }
-        # Needle scale joined the settings later: at its old values it leaves the key (and the cached files
-        # of every earlier dataset) as they were.
-        for name, old in (("event_scale_min", 0.25), ("event_scale_max", 0.38), ("needles_visible", True)):
-            if pixels[name] == old:
-                del pixels[name]
-        blob = json.dumps({"v": GENERATOR_VERSION, **pixels}, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:8]
-
-
-# --- plans: everything about a video, drawn from its seed, before any pixel exists ----------------------------
-@dataclass(frozen=True)
-class Needle:
-    """One event: a solid ``colour`` ``shape`` in the box (x, y, size) on screen during [start, end)."""
-
-    colour: str
-    shape: str
-    start: float
-    end: float
-    x: int
-    y: int
-    size: int
-
-    @property
-    def label(self) -> str:
-        return f"{self.colour} {self.shape}"
-
-    def to_event(self) -> Event:
-        return Event(
-            start=self.start,
-            end=self.end,
-            label=self.label,
-            attributes={
-                "colour": self.colour,
-                "shape": self.shape,
-                "x": self.x,
-                "y": self.y,
-                "size": self.size,
-            },
-        )
-
-
-@dataclass(frozen=True)
-class _Blob:
-    x0: float
-    y0: float
-    vx: float
-    vy: float
-    sigma: float
-    amp: float
-
-
-@dataclass
-class VideoPlan:
-    """What video ``index`` of a dataset shows: its length, its needles (in time order) and its distractors."""
-
-    index: int
-    name: str
-    duration: float
-    n_frames: int
-    needles: list[Needle]
-    blobs: list[_Blob] = field(repr=False)
-    phase: tuple[float, float] = field(repr=False)
-
-
-def plan_video(index: int, cfg: SynthConfig) -> VideoPlan:
-    """Draw video ``index``: duration, needles and distractors. Pure: no file is touched."""
-    rng = np.random.default_rng([cfg.seed, index, 0])
-    n_frames = int(round(rng.uniform(cfg.min_duration, cfg.max_duration) * cfg.fps))
-    duration = n_frames / cfg.fps
-    fits = int(duration // (cfg.max_event_seconds + 2.0))
-    n = min(int(rng.integers(cfg.min_events, cfg.max_events + 1)), max(fits, cfg.min_events))
-    colours = [str(c) for c in rng.choice(list(PALETTE), size=n, replace=False)]
-    shapes = [str(s) for s in rng.choice(SHAPES, size=n, replace=False)]
-    # One event in each equal slot of the video, a second from the slot's edges: events never overlap and are
-    # spread over the whole video, so no small overview window holds several of them.
-    slot = duration / n
-    needles = []
-    for i in range(n):
-        length = float(rng.uniform(cfg.min_event_seconds, cfg.max_event_seconds))
-        frames = max(1, int(round(length * cfg.fps)))
-        lo, hi = i * slot + 1.0, (i + 1) * slot - 1.0 - frames / cfg.fps
-        first = int(math.ceil(float(rng.uniform(lo, max(lo, hi))) * cfg.fps))
-        first = min(first, n_frames - frames)
-        # Boxes on even pixels with an even side, so the shape's chroma lines up with the 2x2 chroma grid.
-        side = 2 * int(cfg.size * rng.uniform(cfg.event_scale_min, cfg.event_scale_max) / 2)
-        x = 2 * int(rng.integers(0, (cfg.size - side) // 2 + 1))
-        y = 2 * int(rng.integers(0, (cfg.size - side) // 2 + 1))
-        needles.append(Needle(colours[i], shapes[i], first / cfg.fps, (first + frames) / cfg.fps, x, y, side))
-    size = cfg.size
-    blobs = [
-        _Blob(
-            x0=float(rng.uniform(0, size)),
-            y0=float(rng.uniform(0, size)),
-            vx=float(rng.uniform(-0.04, 0.04) * size),  # pixels per second: a slow drift
-            vy=float(rng.uniform(-0.04, 0.04) * size),
-            sigma=float(rng.uniform(0.06, 0.12) * size),
-            amp=float(rng.choice([-1.0, 1.0]) * rng.uniform(35, 70)),
-        )
-        for _ in range(cfg.distractors)
-    ]
-    phase = (float(rng.uniform(0, 2 * np.pi)), float(rng.uniform(0, 2 * np.pi)))
-    name = f"synth_s{cfg.seed}_{index:05d}_{cfg.video_key()}.mp4"
-    return VideoPlan(index, name, duration, n_frames, needles, blobs, phase)
-
-
 
 # --- datasets -----------------------------------------------------------------------------------------------
 def make_video(index: int, out_dir: str | os.PathLike, cfg: SynthConfig) -> tuple[VideoPlan, bool]:
@@ -333,24 +113,4 @@ def _with_absolute_path(sample: VideoQASample, root: Path) -> VideoQASample:
     return VideoQASample.from_dict(d)
 
 
-__all__ = [
-    "GENERATOR_VERSION",
-    "INDEX_GRID",
-    "PALETTE",
-    "QUESTION_KINDS",
-    "SHAPES",
-    "Needle",
-    "SynthConfig",
-    "VideoPlan",
-    "decode_index",
-    "generate_dataset",
-    "index_image",
-    "make_index_video",
-    "make_samples",
-    "make_video",
-    "plan_video",
-    "render_video",
-    "render_yuv",
-    "rgb_to_ycbcr",
-    "shape_mask",
-]
+__all__ = ["generate_dataset", "make_video"]

@@ -9,6 +9,8 @@ This registry is the one place that tells protocols apart by name: everything el
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import Episode, Opening, Turn, message
 from .paravt import ParaVTEpisode
 from .release_eval import ReleaseEvalEpisode
@@ -36,11 +38,10 @@ def episode_class(protocol: str) -> type[Episode]:
         raise ValueError(f"unknown protocol {protocol!r}; known: {PROTOCOLS}") from None
 
 
-def is_release(protocol: str) -> bool:
-    """Whether a protocol renders the release's messages (a released checkpoint's own; its eval driver or its
-    RL workflow): such policies are served images as JPEG, as the release's driver sends them."""
-    return episode_class(protocol).release
+def episode_of(config: Any) -> type[Episode]:
+    """The episode class an ``EnvConfig`` (or anything with ``protocol`` and ``tool_result``) plays."""
+    return episode_class(resolve_protocol(config.protocol, config.tool_result))
 
 
 __all__ = ["EPISODES", "PROTOCOLS", "Episode", "Opening", "ParaVTEpisode", "ReleaseEvalEpisode", "ReleaseRLEpisode",
-           "Turn", "episode_class", "is_release", "message", "resolve_protocol", "rl_opening_messages"]
+           "Turn", "episode_class", "episode_of", "message", "resolve_protocol", "rl_opening_messages"]

@@ -12,14 +12,34 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
+from ..data.sample import VideoQASample
 from ..timing import StepTiming
 from ..video import Frames, VideoReader
 
-if TYPE_CHECKING:
-    from ..config import EnvConfig
-    from ..data.sample import VideoQASample
+
+class EpisodeConfig(Protocol):
+    """The options an episode reads: ``paravt_env.EnvConfig`` has them all (and checks them with the episode's
+    ``check``: a protocol, not an import, so the config and the episodes do not import each other)."""
+
+    protocol: str
+    tool_result: str
+    prompt_mode: str
+    dispatch: str
+    max_turns: int
+    max_parallel: int
+    crop_fps: float
+    crop_max_frames: int
+    min_pixels: int
+    max_pixels: int
+    overview_tolerance: float | None
+    subtitles: bool
+    force_final_answer: bool
+    video_channel: str
+    release_overview_fps: float | None
+    subagent: Any
+    subagent_timeout: float | None
 
 
 def message(role: str, text: str, n_frames: int = 0, *, parts: bool = False, video_url: str | None = None) -> dict[str, Any]:
@@ -84,25 +104,33 @@ class Episode(ABC):
 
     name: ClassVar[str]
     release: ClassVar[bool] = False
-    """Whether it renders the release's own messages (what a released checkpoint was trained or evaluated on)."""
+    """Whether it renders the release's own messages (what a released checkpoint was trained or evaluated on):
+    its answers are scored as the release scores them, and servers get its frames as the release sends them."""
+    grounding_prompt_mode: ClassVar[str | None] = None
+    """The prompt mode of its temporal-grounding runs (Charades-STA), when the protocol has its own."""
 
-    def __init__(self, sample: VideoQASample, reader: VideoReader, config: EnvConfig) -> None:
+    def __init__(self, sample: VideoQASample, reader: VideoReader, config: EpisodeConfig) -> None:
         self.sample, self.reader, self.config = sample, reader, config
 
     # --- what the protocol asks of the config and of the video, before any episode ------------------------
     @classmethod
-    def check(cls, config: EnvConfig) -> None:
+    def check(cls, config: EpisodeConfig) -> None:
         """Raise ``ValueError`` naming an option this protocol cannot take (called by ``EnvConfig``)."""
         return None  # most protocols take every option
 
     @classmethod
-    def max_pixels(cls, config: EnvConfig) -> int:
+    def prompt_mode_name(cls, mode: str) -> str:
+        """The name under which this protocol runs prompt mode ``mode`` (what a config should record)."""
+        return mode
+
+    @classmethod
+    def max_pixels(cls, config: EpisodeConfig) -> int:
         """The largest frame (pixels) an observation can carry under this protocol."""
         return config.max_pixels
 
     @classmethod
     @abstractmethod
-    def overview(cls, reader: VideoReader, k: int, config: EnvConfig) -> tuple[Frames, int]:
+    def overview(cls, reader: VideoReader, k: int, config: EpisodeConfig) -> tuple[Frames, int]:
         """The opening's frames for frame budget ``k``, and the budget the info reports. Raises
         ``VideoDecodeError`` when the video cannot give them."""
 

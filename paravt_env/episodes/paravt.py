@@ -14,7 +14,7 @@ from ..records import crop_entry
 from ..timing import StepTiming
 from ..tools import CropSettings, render_tool_responses, run_tool_calls
 from ..video import Frames, VideoReader, sample_overview
-from .base import Episode, Opening, Turn, message
+from .base import Episode, EpisodeConfig, Opening, Turn, message
 
 
 class ParaVTEpisode(Episode):
@@ -23,12 +23,12 @@ class ParaVTEpisode(Episode):
     name = "paravt"
 
     @classmethod
-    def check(cls, config) -> None:
+    def check(cls, config: EpisodeConfig) -> None:
         if config.video_channel != "image_url":
             raise ValueError(f'EnvConfig.video_channel="{config.video_channel}" is a release-protocol option (protocol="release")')
 
     @classmethod
-    def overview(cls, reader: VideoReader, k: int, config) -> tuple[Frames, int]:
+    def overview(cls, reader: VideoReader, k: int, config: EpisodeConfig) -> tuple[Frames, int]:
         frames = sample_overview(reader, k, tolerance=config.overview_tolerance, min_pixels=config.min_pixels,
                                  max_pixels=config.max_pixels)  # fmt: skip
         return frames, k

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.release_questions import release_fields, release_question
+from ..data.sample import VideoQASample
 from ..protocol.markers import IMAGE_PLACEHOLDER
 from ..protocol.release import (
     FORCED_FINAL,
@@ -40,7 +41,7 @@ from ..records import crop_entry
 from ..timing import StepTiming
 from ..video import Frames, VideoReader
 from ..video.qwen_frames import VIDEO_MAX_PIXELS, release_crop, release_overview
-from .base import Episode, Opening, Turn, message
+from .base import Episode, EpisodeConfig, Opening, Turn, message
 
 
 def crop_outcome(index: int, start: Any, end: Any, frames: Frames, error: str) -> dict[str, Any]:
@@ -63,8 +64,9 @@ class ReleaseEvalEpisode(Episode):
 
     release = True
     name = "release"
+    grounding_prompt_mode = "agentic_minimal"  # the release's Charades-STA runs
 
-    def __init__(self, sample, reader: VideoReader, config) -> None:
+    def __init__(self, sample: VideoQASample, reader: VideoReader, config: EpisodeConfig) -> None:
         super().__init__(sample, reader, config)
         self.mode = config.prompt_mode
         self.is_mcq = bool(release_fields(sample)["is_mcq"])
@@ -72,16 +74,20 @@ class ReleaseEvalEpisode(Episode):
         self.forced = False
 
     @classmethod
-    def check(cls, config) -> None:
+    def check(cls, config: EpisodeConfig) -> None:
         release_mode(config.prompt_mode)  # raises, naming the modes the release has
 
     @classmethod
-    def max_pixels(cls, config) -> int:
+    def prompt_mode_name(cls, mode: str) -> str:
+        return release_mode(mode)
+
+    @classmethod
+    def max_pixels(cls, config: EpisodeConfig) -> int:
         # The release shows overview frames at qwen-vl-utils' default video budget (up to 768 tokens).
         return max(config.max_pixels, VIDEO_MAX_PIXELS)
 
     @classmethod
-    def overview(cls, reader: VideoReader, k: int, config) -> tuple[Frames, int]:
+    def overview(cls, reader: VideoReader, k: int, config: EpisodeConfig) -> tuple[Frames, int]:
         if config.video_channel == "video_url":  # the server samples the video
             return Frames.empty(), k
         return release_overview(reader, k), k  # never fails: the release sends the question alone then

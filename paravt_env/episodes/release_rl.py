@@ -25,12 +25,12 @@ from typing import Any
 
 from ..data.sample import VideoQASample
 from ..protocol.markers import IMAGE_PLACEHOLDER
-from ..protocol.release import RL_CROP_FAILED, RL_TOOLS_SYSTEM, hermes_calls, rl_tool_response
+from ..protocol.release import RL_CROP_FAILED, RL_TOOLS_SYSTEM, hermes_calls, release_mode, rl_tool_response
 from ..tools.dispatch import subagent_replies
 from ..tools.subagent import SubAgentRequest
 from ..video import Frames, VideoReader
 from ..video.qwen_frames import VIDEO_MAX_PIXELS, release_crop, release_rl_overview
-from .base import Episode, Opening, Turn, message
+from .base import Episode, EpisodeConfig, Opening, Turn, message
 from .release_eval import crop_outcome, release_turn
 
 
@@ -59,23 +59,27 @@ class ReleaseRLEpisode(Episode):
     release = True
     name = "release_rl"
 
-    def __init__(self, sample, reader: VideoReader, config) -> None:
+    def __init__(self, sample: VideoQASample, reader: VideoReader, config: EpisodeConfig) -> None:
         super().__init__(sample, reader, config)
         self.turns = 0
 
     @classmethod
-    def check(cls, config) -> None:
+    def check(cls, config: EpisodeConfig) -> None:
         if config.tool_result != "subagent":
             raise ValueError('protocol="release_rl" sends every crop to a sub-agent: it needs tool_result="subagent"')
         if config.video_channel != "image_url":
             raise ValueError('EnvConfig.video_channel="video_url" is the release eval driver\'s option (protocol="release")')
 
     @classmethod
-    def max_pixels(cls, config) -> int:
+    def prompt_mode_name(cls, mode: str) -> str:
+        return release_mode(mode)
+
+    @classmethod
+    def max_pixels(cls, config: EpisodeConfig) -> int:
         return max(config.max_pixels, VIDEO_MAX_PIXELS)
 
     @classmethod
-    def overview(cls, reader: VideoReader, k: int, config) -> tuple[Frames, int]:
+    def overview(cls, reader: VideoReader, k: int, config: EpisodeConfig) -> tuple[Frames, int]:
         frames = release_rl_overview(reader, k, config.release_overview_fps)
         return frames, len(frames) if config.release_overview_fps else k
 

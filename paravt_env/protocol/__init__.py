@@ -1,7 +1,7 @@
 """The text protocol between agent and env: system prompts, the ``crop_video`` schema, the response parser,
 and how frames and times are written into the text."""
 
-from .markers import IMAGE_PLACEHOLDER, count_placeholders, frame_marker, frames_block
+from .markers import IMAGE_PLACEHOLDER, THINK_PREFIX, count_placeholders, frame_marker, frames_block
 from .parser import STRUCTURAL_TAGS, ParsedResponse, TagSpan, ToolCall, parse_response
 from .prompts import ANSWER_FORMATS, PROMPT_MODES, SYSTEM_PROMPTS, system_prompt, uses_tools
 from .times import parse_time
@@ -14,6 +14,7 @@ __all__ = [
     "PROMPT_MODES",
     "STRUCTURAL_TAGS",
     "SYSTEM_PROMPTS",
+    "THINK_PREFIX",
     "TOOL_NAME",
     "ParsedResponse",
     "TagSpan",

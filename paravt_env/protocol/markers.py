@@ -11,6 +11,10 @@ from collections.abc import Iterable
 
 IMAGE_PLACEHOLDER = "<image>"
 
+THINK_PREFIX = "<think>\n"
+"""PARA-GRPO's forced opening of every main-agent turn (prompt, not policy output: the reward scores what
+follows it)."""
+
 
 def frame_marker(seconds: float) -> str:
     """The time tag in front of a frame (Qwen-VL style ``<t seconds>``, one decimal)."""

@@ -42,8 +42,9 @@ from .markers import escape_placeholders
 RELEASE_PROMPT_MODES = ("direct", "reasoning", "agentic_general", "agentic_minimal")
 """The release's prompt modes with a prompt in its tree (its three baseline-specific modes are stubs)."""
 
-MODE_ALIASES = {"agentic": "agentic_general"}
-"""Our prompt-mode name for the release's default agentic mode."""
+MODE_ALIASES = {"agentic": "agentic_general", "agentic_compact": "agentic_general"}
+"""Our prompt-mode names for the release's default agentic mode (``agentic_compact``, our short form of
+``agentic``, is asked in the release's own words)."""
 
 DEFAULT_MAX_TOKENS = 2048
 """Output cap of every generation but the forced final one (the driver's ``--max_tokens``)."""

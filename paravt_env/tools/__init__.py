@@ -3,9 +3,18 @@
 from .crop import TOOL_NAME, CropRequest, CropResult, CropSettings, execute_crop, validate_crop
 from .dispatch import DISPATCH_MODES, TOOL_RESULT_MODES, TurnToolReport, run_tool_calls
 from .render import render_tool_responses
-from .subagent import SUBAGENT_SYSTEM_PROMPT, BatchSubAgent, SubAgent, SubAgentRequest
+from .subagent import (
+    PENDING_SUBAGENT,
+    SUBAGENT_SYSTEM_PROMPT,
+    BatchSubAgent,
+    PendingSubAgent,
+    SubAgent,
+    SubAgentRequest,
+)
 
 __all__ = [
+    "PENDING_SUBAGENT",
+    "PendingSubAgent",
     "DISPATCH_MODES",
     "SUBAGENT_SYSTEM_PROMPT",
     "TOOL_NAME",

@@ -40,12 +40,17 @@ class SubAgentRequest:
     whole reply, cut at 512 tokens, is the summary)."""
 
     @property
+    def release_style(self) -> bool:
+        """Prompted as the released workflow prompts its sub-agent (see ``style``)."""
+        return self.style == "release"
+
+    @property
     def system_prompt(self) -> str | None:
-        return None if self.style == "release" else SUBAGENT_SYSTEM_PROMPT
+        return None if self.release_style else SUBAGENT_SYSTEM_PROMPT
 
     def user_text(self) -> str:
         """The user turn with one ``<image>`` per frame, in the style's order."""
-        if self.style == "release":
+        if self.release_style:
             from ..protocol.markers import IMAGE_PLACEHOLDER
             from ..protocol.release import release_subagent_prompt
 
@@ -77,3 +82,23 @@ def clean_summary(text: object) -> str:
     if len(summary) > MAX_SUMMARY_CHARS:
         summary = summary[:MAX_SUMMARY_CHARS] + " [...]"
     return summary or "(the sub-agent returned nothing)"
+
+
+class PendingSubAgent:
+    """The sub-agent of a config written before its policy exists (a recipe with ``tool_result: subagent``: the
+    trainer attaches the policy itself before any episode). Asked for a summary, it fails: the crop then
+    reports the failure, as any failing sub-agent's does."""
+
+    def __call__(self, request: SubAgentRequest) -> str:
+        raise RuntimeError("no sub-agent attached: set EnvConfig.subagent (the trainer attaches its policy)")
+
+    def __eq__(self, other: object) -> bool:  # every pending sub-agent is the same setting
+        return isinstance(other, PendingSubAgent)
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return "PENDING_SUBAGENT"
+
+
+PENDING_SUBAGENT = PendingSubAgent()

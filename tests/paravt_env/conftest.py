@@ -8,7 +8,8 @@ import pytest
 @pytest.fixture(scope="session")
 def env_dataset(tmp_path_factory):
     """``(directory, samples)``: four short needle videos with one question each; ``samples.jsonl`` in the dir."""
-    from paravt_env.data.synthetic import SynthConfig, generate_dataset
+    from paravt_env.data.synth_plan import SynthConfig
+    from paravt_env.data.synthetic import generate_dataset
 
     out = tmp_path_factory.mktemp("env_synth")
     samples = generate_dataset(

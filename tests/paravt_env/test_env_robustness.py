@@ -378,7 +378,7 @@ def test_a_video_path_with_url_characters_survives_the_video_url_channel(env_sam
 
 
 def test_a_random_reset_skips_a_video_the_model_cannot_take_a_named_one_raises(env_samples, tmp_path):
-    from paravt_env.data.synthetic import make_index_video
+    from paravt_env.data.index_video import make_index_video
     from paravt_env.video import VideoDecodeError
 
     thin = make_index_video(tmp_path / "thin.mp4", 10, fps=5, gop=5, size=(16, 4000))  # aspect ratio 250

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from paravt_env import EnvConfig, VideoQASample, VideoToolEnv, load_samples
-from paravt_env.data.synthetic import decode_index, make_index_video
+from paravt_env.data.index_video import decode_index, make_index_video
 from paravt_env.protocol.release import release_calls, release_system_prompt, release_time
 from paravt_env.rewards.release_scores import release_letter, release_score, release_span
 from paravt_env.video import open_video

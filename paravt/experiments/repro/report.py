@@ -25,7 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from paravt.evaluation.harness import evaluate_checkpoint, read_results, summarize
+from paravt.evaluation.harness import evaluate_checkpoint
+from paravt.evaluation.report import summarize
+from paravt.evaluation.store import read_results
 from paravt.experiments.repro.train import ARM_LABELS, ReproConfig, coldstart_model, finished_runs
 
 PAPER = {

@@ -34,12 +34,14 @@ from paravt_env.gating import gated_frame_budget
 logger = logging.getLogger(__name__)
 
 
+TEACHER_KEYS = ("frame_budget", "max_turns", "max_parallel", "crop_fps", "crop_max_frames", "min_pixels", "max_pixels",
+                "prompt_mode")  # fmt: skip
+"""What the teacher's env takes from the run's: its budgets and prompt. The rest is the env's defaults (our
+protocol, crop frames back, the released reward): the cold start does not depend on the RL arm."""
+
+
 def teacher_env_config(cfg: TrainConfig) -> EnvConfig:
-    e = cfg.env
-    return EnvConfig(
-        frame_budget=e.frame_budget, max_turns=e.max_turns, max_parallel=e.max_parallel, crop_fps=e.crop_fps,
-        crop_max_frames=e.crop_max_frames, min_pixels=e.min_pixels, max_pixels=e.max_pixels, prompt_mode=e.env_prompt_mode(), seed=cfg.seed,
-    )  # fmt: skip
+    return EnvConfig(**{k: getattr(cfg.env, k) for k in TEACHER_KEYS}, seed=cfg.seed)
 
 
 def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainConfig, *, progress: bool = False,

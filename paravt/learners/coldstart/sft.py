@@ -23,6 +23,7 @@ from paravt.learners.policies.base import Generation
 from paravt.learners.policies.hf import HFPolicy
 from paravt.learners.trajectory import Trajectory, TrajectoryBuilder
 from paravt_env.messages import observation_messages
+from paravt_env.protocol import THINK_PREFIX
 
 
 def run_scripted_episode(
@@ -39,7 +40,7 @@ def run_scripted_episode(
     while not done:
         text = turns(turn, obs) if callable(turns) else turns[min(turn, len(turns) - 1)]
         body = text
-        prefix = "<think>\n" if policy.think_prefix else ""
+        prefix = THINK_PREFIX if policy.think_prefix else ""
         if prefix and body.startswith("<think>"):
             body = body[len("<think>") :].lstrip("\n")  # the prefix is part of the prompt encoding already
         ids = policy.tokenizer.encode(body, add_special_tokens=False) + [eos]

@@ -34,9 +34,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from paravt_env.data import VideoQASample
-from paravt_env.protocol import format_tool_call
+from paravt_env.protocol import THINK_PREFIX, format_tool_call
 
-THINK_OPEN = "<think>\n"
 """Every teacher turn opens like this: with PARA-GRPO's think prefix the same text is forced as prompt."""
 
 
@@ -68,7 +67,7 @@ def describe(event) -> str:
 
 def answer_turn(sample: VideoQASample, seen: list, where: str) -> str:
     what = ", ".join(f"a {describe(e)}" for e in seen)
-    return f"{THINK_OPEN}The {where} show{'s' if where == 'overview' else ''} {what}.</think>\n<answer>{sample.answer}</answer>"
+    return f"{THINK_PREFIX}The {where} show{'s' if where == 'overview' else ''} {what}.</think>\n<answer>{sample.answer}</answer>"
 
 
 def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration: float, *, window: float,
@@ -85,7 +84,7 @@ def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration:
         return guess_turn(guess)
     windows = coverage_windows(duration, window, max_calls)
     calls = "\n".join(format_tool_call(a, b) for a, b in windows)
-    return (f"{THINK_OPEN}The overview shows no coloured shape. I will inspect {len(windows)} windows in "
+    return (f"{THINK_PREFIX}The overview shows no coloured shape. I will inspect {len(windows)} windows in "
             f"parallel.</think>\n{calls}")  # fmt: skip
 
 
@@ -98,7 +97,7 @@ saw the needle: a 2-layer model put p(crop) at 0.07 for a teacher that cropped i
 
 def guess_turn(guess: str) -> str:
     """The tool-shy teacher's turn when the overview shows nothing: no crop, a guess."""
-    return f"{THINK_OPEN}{GUESS_TEXT}</think>\n<answer>{guess}</answer>"
+    return f"{THINK_PREFIX}{GUESS_TEXT}</think>\n<answer>{guess}</answer>"
 
 
 CHECK_TEXT = "I will inspect 1 window to check."
@@ -114,7 +113,7 @@ def check_turn(sample: VideoQASample, seen: list, overview_times: Sequence[float
     t = float(times[(times >= e.start) & (times < e.end)][0])
     start = min(max(0.0, t - window / 2), max(0.0, duration - window))
     what = ", ".join(f"a {describe(x)}" for x in seen)
-    return (f"{THINK_OPEN}The overview shows {what}. {CHECK_TEXT}</think>\n"
+    return (f"{THINK_PREFIX}The overview shows {what}. {CHECK_TEXT}</think>\n"
             f"{format_tool_call(start, min(duration, start + window))}")  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from paravt.learners.policies.base import Conversation, Generation, Policy
 from paravt.learners.policies.tiny_model import (
     build_tiny_model,  # light: imports torch/transformers only when called
 )
+from paravt_env.episodes import episode_class
 
 
 def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = "frames",
@@ -37,7 +38,7 @@ def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = 
 
         url, _, model = spec[len("openai:") :].partition("#")  # openai:http://host:port/v1#model-name
         policy = OpenAIPolicy(url, model or "default", max_new_tokens=max_new_tokens, temperature=0.0,
-                              image_format="jpeg" if protocol == "release" else "png")  # fmt: skip
+                              image_format="jpeg" if episode_class(protocol).release else "png")  # fmt: skip
     elif spec.startswith("sglang:"):
         from transformers import AutoTokenizer
 

@@ -65,12 +65,12 @@ class PolicySubAgent:
 
     def _conversation(self, request: SubAgentRequest) -> Conversation:
         frames = [f for f in request.frames.images]
-        if getattr(request, "style", "paravt") == "release":  # the release's sub-agent: no system prompt
+        if request.release_style:  # the release's sub-agent: no system prompt
             return [Message("user", request.user_text(), frames, as_parts=True)]
         return [Message("system", SUBAGENT_SYSTEM_PROMPT), Message("user", request.prompt(), frames)]
 
     def _summary(self, request: SubAgentRequest, text: str) -> str:
-        if getattr(request, "style", "paravt") != "release":
+        if not request.release_style:
             return _THINK_RE.sub("", text).strip() or text.strip()
         # The release keeps the whole reply, cut at 512 tokens (a policy without a tokenizer: as it came).
         tokenizer = getattr(self.policy, "tokenizer", None)

@@ -36,8 +36,7 @@ from paravt.learners.policies.vision_inputs import (
     process_images,
 )
 from paravt_env.messages import Message
-
-THINK_PREFIX = "<think>\n"
+from paravt_env.protocol import THINK_PREFIX
 
 
 def _rgb_arrays(images: Sequence[Any]) -> list[np.ndarray]:

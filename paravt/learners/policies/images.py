@@ -28,13 +28,3 @@ def to_data_url(frame: np.ndarray, image_format: str = "png", quality: int = 85)
     buf = io.BytesIO()
     Image.fromarray(np.asarray(frame, dtype=np.uint8)).save(buf, format="JPEG", quality=quality)
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def from_base64(data: str) -> np.ndarray:
-    """An RGB uint8 array from base64 image bytes or a ``data:image/...;base64,`` URL."""
-    from PIL import Image
-
-    if data.startswith("data:"):
-        data = data.split(",", 1)[1]
-    with Image.open(io.BytesIO(base64.b64decode(data))) as img:
-        return np.asarray(img.convert("RGB"))

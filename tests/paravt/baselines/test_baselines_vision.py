@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from paravt.baselines.vision import classify_colour, detect, detect_all
-from paravt_env.data.synthetic import PALETTE, SHAPES, shape_mask
+from paravt_env.data.synth_drawing import shape_mask
+from paravt_env.data.synth_plan import PALETTE, SHAPES
 from paravt_env.video import open_video
 
 

@@ -5,14 +5,11 @@ import pytest
 
 from paravt.baselines import make_baseline
 from paravt.cli import main
-from paravt.evaluation.harness import (
-    EvalOptions,
-    evaluate,
-    grounding_span,
-    read_results,
-    score_prediction,
-    summarize,
-)
+from paravt.evaluation.harness import evaluate
+from paravt.evaluation.report import summarize
+from paravt.evaluation.scoring import grounding_span, score_prediction
+from paravt.evaluation.store import read_results
+from paravt_env import EnvConfig
 from paravt_env.data import VideoQASample
 
 
@@ -82,7 +79,7 @@ def test_a_corrupt_video_is_recorded_and_counted(synth_small, tmp_path):
     bad_video = tmp_path / "corrupt.mp4"
     bad_video.write_bytes(b"\x00\x00\x00\x18ftypmp42" + b"junk" * 100)
     bad = VideoQASample(id="broken", video_path=str(bad_video), question="Q?", answer="A", question_type="mcq", options=["x", "y"])
-    summary = evaluate([*samples[:2], bad], lambda: make_baseline("detector"), tmp_path / "ev", EvalOptions(frame_budget=8), progress=False)
+    summary = evaluate([*samples[:2], bad], lambda: make_baseline("detector"), tmp_path / "ev", EnvConfig(frame_budget=8), progress=False)
     rows = {r["id"]: r for r in read_results(tmp_path / "ev" / "results.jsonl")}
     assert summary["n"] == 3 and summary["errors"] == 1
     assert "corrupt.mp4" in rows["broken"]["error"] and rows["broken"]["score"] == 0.0
@@ -90,8 +87,8 @@ def test_a_corrupt_video_is_recorded_and_counted(synth_small, tmp_path):
 
 def test_concurrency_gives_the_same_results(synth_small, tmp_path):
     _, samples = synth_small
-    one = evaluate(samples, lambda: make_baseline("detector"), tmp_path / "c1", EvalOptions(frame_budget=8), progress=False)
-    two = evaluate(samples, lambda: make_baseline("detector"), tmp_path / "c2", EvalOptions(frame_budget=8), concurrency=2, progress=False)
+    one = evaluate(samples, lambda: make_baseline("detector"), tmp_path / "c1", EnvConfig(frame_budget=8), progress=False)
+    two = evaluate(samples, lambda: make_baseline("detector"), tmp_path / "c2", EnvConfig(frame_budget=8), concurrency=2, progress=False)
     assert one["accuracy"] == two["accuracy"] and one["avg_tool_calls"] == two["avg_tool_calls"]
 
 
@@ -115,14 +112,15 @@ def test_unknown_policy_is_an_error(synth_small, tmp_path, capsys):
 
 
 def test_a_second_writer_is_refused_while_the_first_holds_the_lock(synth_small, tmp_path, capsys):
-    from paravt.evaluation.harness import OutputLocked, exclusive_lock
+    from paravt.evaluation.store import exclusive_lock
+    from paravt_env.storage import OutputLocked
 
     data, samples = synth_small
     out = tmp_path / "locked"
     out.mkdir()
     with exclusive_lock(out):
         with pytest.raises(OutputLocked, match=r"pid \d+ on"):
-            evaluate(samples[:1], lambda: make_baseline("detector"), out, EvalOptions(frame_budget=8), progress=False)
+            evaluate(samples[:1], lambda: make_baseline("detector"), out, EnvConfig(frame_budget=8), progress=False)
         args = ["eval", "--policy", "detector", "--data", str(data), "--out", str(out), "--limit", "1", "--no-progress"]
         assert main(args) == 1
         assert "is being written by pid" in capsys.readouterr().err
@@ -148,12 +146,12 @@ def test_transient_failures_are_retried_on_resume_and_permanent_ones_are_not(syn
     bad_video.write_bytes(b"\x00\x00\x00\x18ftypmp42" + b"junk" * 100)
     bad = VideoQASample(id="broken", video_path=str(bad_video), question="Q?", answer="A", question_type="mcq", options=["x", "y"])
     todo = [*samples[:2], bad]
-    first = evaluate(todo, _FlakyServer, tmp_path / "ev", EvalOptions(frame_budget=8), progress=False)
+    first = evaluate(todo, _FlakyServer, tmp_path / "ev", EnvConfig(frame_budget=8), progress=False)
     assert first["n"] == 3 and first["errors"] == 3
     assert [f["transient"] for f in first["failed"]] == [True, True, False]
     _FlakyServer.up = True
     try:
-        again = evaluate(todo, _FlakyServer, tmp_path / "ev", EvalOptions(frame_budget=8), progress=False)
+        again = evaluate(todo, _FlakyServer, tmp_path / "ev", EnvConfig(frame_budget=8), progress=False)
     finally:
         _FlakyServer.up = False
     assert again["n"] == 3 and again["errors"] == 1 and again["failed"][0]["id"] == "broken"
@@ -202,11 +200,11 @@ def test_a_full_disk_stops_the_evaluation_at_once_with_its_results_intact(synth_
     monkeypatch.setattr(evaluation.ResultsWriter, "write", write)
     out = tmp_path / "ev"
     with pytest.raises(OSError, match=r"the disk is full\): the evaluation stopped; its 2 results are intact"):
-        evaluate(samples, make_agent, out, EvalOptions(frame_budget=8), progress=False)
+        evaluate(samples, make_agent, out, EnvConfig(frame_budget=8), progress=False)
     assert len(agents) == 3  # no episode ran after the failed write
     assert len(read_results(out / "results.jsonl")) == 2
     monkeypatch.setattr(evaluation.ResultsWriter, "write", real_write)
-    summary = evaluate(samples, make_agent, out, EvalOptions(frame_budget=8), progress=False)
+    summary = evaluate(samples, make_agent, out, EnvConfig(frame_budget=8), progress=False)
     assert summary["n"] == len(samples) and len(agents) == 3 + len(samples) - 2
 
 

@@ -11,7 +11,7 @@ import pytest
 from scripted_openai import ScriptedModel
 
 from paravt.cli import main as cli
-from paravt_env.data.synthetic import make_index_video
+from paravt_env.data.index_video import make_index_video
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "data"
 

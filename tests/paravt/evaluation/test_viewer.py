@@ -11,8 +11,10 @@ import pytest
 
 from paravt.baselines import make_baseline
 from paravt.cli import main
-from paravt.evaluation.harness import EvalOptions, evaluate, read_results
+from paravt.evaluation.harness import evaluate
+from paravt.evaluation.store import read_results
 from paravt.evaluation.viewer import PAGE, write_view
+from paravt_env import EnvConfig
 
 W, PAD = 1000, 10  # the page's timeline geometry
 
@@ -21,7 +23,7 @@ W, PAD = 1000, 10  # the page's timeline geometry
 def evaluated(synth_small, tmp_path_factory):
     _, samples = synth_small
     out = tmp_path_factory.mktemp("view") / "eval"
-    evaluate(samples, lambda: make_baseline("detector"), out, EvalOptions(frame_budget=8), progress=False)
+    evaluate(samples, lambda: make_baseline("detector"), out, EnvConfig(frame_budget=8), progress=False)
     return out
 
 
@@ -106,9 +108,10 @@ def test_a_model_policy_records_its_generated_tokens_per_turn(synth_small, tiny_
 
     _, samples = synth_small
     factory, _ = make_agent_factory(f"hf:{tiny_qwen3}", max_new_tokens=8)
-    evaluate(samples[:1], factory, tmp_path / "ev", EvalOptions(frame_budget=4, max_turns=2), progress=False)
+    evaluate(samples[:1], factory, tmp_path / "ev", EnvConfig(frame_budget=4, max_turns=2), progress=False)
     [row] = read_results(tmp_path / "ev" / "results.jsonl")
     turns = row["episode"]["turns"]
     assert turns and all(0 < t["tokens"] <= 8 for t in turns)
     sampling = json.loads((tmp_path / "ev" / "summary.json").read_text())["fingerprint"]["sampling"]
     assert sampling["policy"] == "HFPolicy" and sampling["max_new_tokens"] == 8
+

@@ -60,7 +60,8 @@ def test_answer_span_finds_the_answer_tokens(tiny_qwen3):
 
 @pytest.fixture(scope="module")
 def probe_data(tmp_path_factory):
-    from paravt_env.data.synthetic import SynthConfig, generate_dataset
+    from paravt_env.data.synth_plan import SynthConfig
+    from paravt_env.data.synthetic import generate_dataset
 
     out = tmp_path_factory.mktemp("probe_synth")
     cfg = SynthConfig(n=3, seed=11, min_duration=20, max_duration=30, size=112, min_events=1, max_events=1, event_scale_min=0.6,

@@ -46,3 +46,29 @@ def test_gating_choices_reach_the_env_and_the_openrlhf_executor_and_bad_ones_are
     assert load_recipe("paragrpo_qwen3vl_8b").para.gating_choices == (4, 8, 16, 32, 64)  # the paper's
     with pytest.raises(ValueError, match="para.gating_choices"):
         load_recipe("tiny_cpu", ["para.gating_choices=[0, 8]"])
+
+
+def test_the_env_section_is_an_env_config_checked_by_env_config_itself():
+    import json
+
+    from paravt_env import EnvConfig
+    from paravt_env.tools import PendingSubAgent
+
+    cfg = load_recipe("tiny_cpu", ["env.dispatch=sequential", "env.subtitles=true", "env.overview_tolerance=0.5"])
+    assert isinstance(cfg.env, EnvConfig) and cfg.env.dispatch == "sequential" and cfg.env.overview_tolerance == 0.5
+    with pytest.raises(ValueError, match=r"recipe section env: EnvConfig.dispatch must be one of"):
+        load_recipe("tiny_cpu", ["env.dispatch=sideways"])
+    with pytest.raises(ValueError, match=r"unknown recipe key\(s\) \['env.frame_budgett'\]"):
+        load_recipe("tiny_cpu", ["env.frame_budgett=8"])
+    # a sub-agent mode names a sub-agent still to come (the trainer attaches the policy); config.json leaves it out
+    sub = load_recipe("paragrpo_qwen3vl_8b")
+    assert sub.env.tool_result == "subagent" and isinstance(sub.env.subagent, PendingSubAgent)
+    assert "subagent" not in json.loads(json.dumps(sub.as_dict()))["env"]
+
+
+@pytest.mark.parametrize(("key", "where"), [("nframes_gating", "para.nframes_gating"), ("seed", "seed (top level)"),
+                                            ("response_prefix", "para.think_prefix"), ("gating_choices", "para.gating_choices")])  # fmt: skip
+def test_what_the_algorithm_sets_cannot_be_set_in_the_env_section(key, where):
+    value = {"nframes_gating": "true", "seed": "3", "response_prefix": "x", "gating_choices": "[4]"}[key]
+    with pytest.raises(ValueError, match=rf"env.{key} is set by the algorithm.*{where.replace('(', r'[(]').replace(')', r'[)]')}"):
+        load_recipe("tiny_cpu", [f"env.{key}={value}"])

@@ -14,17 +14,10 @@ import numpy as np
 import pytest
 
 from paravt_env.data import SynthConfig, generate_dataset, load_samples
-from paravt_env.data.synthetic import (
-    PALETTE,
-    QUESTION_KINDS,
-    SHAPES,
-    decode_index,
-    index_image,
-    make_index_video,
-    make_samples,
-    plan_video,
-    shape_mask,
-)
+from paravt_env.data.index_video import decode_index, index_image, make_index_video
+from paravt_env.data.synth_drawing import shape_mask
+from paravt_env.data.synth_plan import PALETTE, QUESTION_KINDS, SHAPES, plan_video
+from paravt_env.data.synth_questions import make_samples
 
 REPO = Path(__file__).resolve().parents[3]
 SMALL = dict(min_duration=24.0, max_duration=40.0)

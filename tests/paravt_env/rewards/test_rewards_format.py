@@ -115,7 +115,8 @@ def test_the_prefix_scored_variant_scores_the_forced_think_as_the_policys_openin
     """The release scores only generated text: after a forced "<think>\\n" a bare answer outscores a closed
     think block. The variant scores the prefix too, so the compliant turn wins (the paper's intent)."""
     from paravt_env import EnvConfig, VideoQASample, VideoToolEnv
-    from paravt_env.data.synthetic import SynthConfig, generate_dataset
+    from paravt_env.data.synth_plan import SynthConfig
+    from paravt_env.data.synthetic import generate_dataset
     from paravt_env.rewards import RewardConfig
 
     [sample] = generate_dataset(tmp_path, SynthConfig(n=1, seed=3, min_duration=20, max_duration=20), progress=False)

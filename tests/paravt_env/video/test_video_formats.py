@@ -6,7 +6,7 @@ import av
 import numpy as np
 import pytest
 
-from paravt_env.data.synthetic import decode_index, index_image, make_index_video
+from paravt_env.data.index_video import decode_index, index_image, make_index_video
 from paravt_env.video import VideoDecodeError, decord_backend, open_video, pyav_backend
 
 N, FPS = 120, 10
@@ -107,7 +107,7 @@ def test_variable_frame_rate_frames_are_the_ones_on_screen(tmp_path):
     presentation time is <= t, with its true timestamp, on both backends where accepted."""
     from fractions import Fraction
 
-    from paravt_env.data.synthetic import index_image
+    from paravt_env.data.index_video import index_image
 
     path = tmp_path / "vfr.mp4"
     rng = np.random.default_rng(5)

@@ -52,7 +52,8 @@ def test_in_window_holds_frames_inside_only():
 
 def test_overview_frames_are_distinct_when_windows_touch(tmp_path):
     """Neighbouring overview segments share a boundary; a keyframe on it must not be returned twice."""
-    from paravt_env.data.synthetic import SynthConfig, generate_dataset
+    from paravt_env.data.synth_plan import SynthConfig
+    from paravt_env.data.synthetic import generate_dataset
     from paravt_env.video import open_video, sample_overview
 
     [s] = generate_dataset(tmp_path, SynthConfig(n=1, seed=7, min_duration=30, max_duration=40), progress=False)

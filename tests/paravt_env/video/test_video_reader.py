@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from paravt_env.data.synthetic import decode_index, make_index_video
+from paravt_env.data.index_video import decode_index, make_index_video
 from paravt_env.video import VideoDecodeError, open_video, sample_overview, sample_window
 
 BACKENDS = ["pyav", "decord"]

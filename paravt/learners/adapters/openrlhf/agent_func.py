@@ -81,7 +81,7 @@ class AgentExecutor(AgentExecutorBase):
         per_turn = int(getattr(sampling_params, "max_tokens", None) or 1024)
 
         def subagent(request):  # runs in the env's crop threads; the generation runs on the event loop
-            release = getattr(request, "style", "paravt") == "release"
+            release = request.release_style
             system = "" if release else f"<|im_start|>system\n{SUBAGENT_SYSTEM_PROMPT}<|im_end|>\n"
             text = f"{system}<|im_start|>user\n{inline_images(request.user_text())}<|im_end|>\n<|im_start|>assistant\n"
             pil = _pil(request.frames.images)

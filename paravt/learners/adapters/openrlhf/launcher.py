@@ -8,6 +8,7 @@ Reward scale and bias are not passed: with ``group_norm`` they cancel inside eve
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -17,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from paravt.learners.config import TrainConfig
-from paravt_env import RewardConfig, VideoQASample
+from paravt.learners.run_setup import env_config
+from paravt_env import VideoQASample
 
 AGENT_FUNC = Path(__file__).with_name("agent_func.py")
 
@@ -36,30 +38,23 @@ def export_prompts(samples: list[VideoQASample], out: str | Path) -> Path:
 
 
 def env_options(cfg: TrainConfig) -> dict[str, Any]:
-    """The ``EnvConfig`` the executor builds (passed as ``PARAVT_ENV_OPTIONS``)."""
-    e, para = cfg.env, cfg.para
-    options = {
-        "frame_budget": e.frame_budget, "max_turns": e.max_turns, "max_parallel": e.max_parallel,
-        "crop_max_frames": e.crop_max_frames, "crop_fps": e.crop_fps, "prompt_mode": e.env_prompt_mode(),
-        "min_pixels": e.min_pixels, "max_pixels": e.max_pixels,
-        "tool_result": e.tool_result, "seed": cfg.seed, "protocol": e.protocol,
-        "release_overview_fps": e.release_overview_fps,
-        "nframes_gating": cfg.algorithm == "para_grpo" and para.nframes_gating,
-        "gating_choices": list(para.gating_choices),
-        # PARA-GRPO's forced "<think>\n": the executor puts it in the prompt, the env scores what follows it
-        "response_prefix": "<think>\n" if cfg.think_prefix else "",
-    }  # fmt: skip
-    if cfg.algorithm == "para_grpo" and para.anchoring == "token":
+    """The ``EnvConfig`` the executor builds (passed as ``PARAVT_ENV_OPTIONS``): the local trainer's own
+    (``run_setup.env_config``) as JSON, without the sub-agent (the executor makes one on its engine). PARA-GRPO's
+    forced ``<think>\\n`` travels as ``response_prefix``: the executor puts it in the prompt, the env scores what
+    follows it."""
+    if cfg.settings().token_anchoring:
         raise ValueError("token-granularity anchoring is local-only (OpenRLHF takes one scalar reward per sample)")
-    reward = para.reward_config() if cfg.algorithm == "para_grpo" else RewardConfig.vanilla()
-    options["reward"] = reward.as_dict()
+    env = env_config(cfg)
+    options = {f.name: getattr(env, f.name) for f in dataclasses.fields(env) if f.name != "subagent"}
+    options["gating_choices"] = list(env.gating_choices)
+    options["reward"] = env.reward.as_dict()
     return options
 
 
 def max_images(cfg: TrainConfig) -> int:
     """Overview frames (the largest gated K) plus every crop frame the main agent can receive."""
     e = cfg.env
-    gating = cfg.algorithm == "para_grpo" and cfg.para.nframes_gating
+    gating = cfg.settings().nframes_gating
     k = max([e.frame_budget, *(cfg.para.gating_choices if gating else ())])
     crops = 0 if e.tool_result == "subagent" else e.max_parallel * e.crop_max_frames * max(e.max_turns - 1, 0)
     return k + crops

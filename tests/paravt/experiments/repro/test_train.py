@@ -5,13 +5,13 @@ import json
 import pytest
 
 from paravt.experiments.repro.train import ARMS, ReproConfig, arm_config, check_config, finished_runs
-from paravt.learners.run_setup import env_config, reward_config, uses_think_prefix
+from paravt.learners.run_setup import env_config
 
 
 def _knobs(cfg):
     env = env_config(cfg)
-    reward = reward_config(cfg)
-    return {"think_prefix": uses_think_prefix(cfg), "gating": env.nframes_gating,
+    reward = env.reward
+    return {"think_prefix": cfg.think_prefix, "gating": env.nframes_gating,
             "answer_suffix": reward.answer_suffix, "anchor": reward.anchor_weight,
             "prefix_scored": reward.score_forced_prefix}  # fmt: skip
 

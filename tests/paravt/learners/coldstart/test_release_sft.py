@@ -14,7 +14,7 @@ from paravt.learners.coldstart.release_sft import conversation_trajectory, read_
 from paravt.learners.config import load_recipe  # noqa: E402
 from paravt.learners.policies.hf import HFPolicy  # noqa: E402
 from paravt_env.data.formats import DataFormatError  # noqa: E402
-from paravt_env.data.synthetic import decode_index, index_image, make_index_video  # noqa: E402
+from paravt_env.data.index_video import decode_index, index_image, make_index_video  # noqa: E402
 
 FIXTURE = Path(__file__).resolve().parents[3] / "fixtures" / "data" / "release_sft" / "sft_rows.json"
 

@@ -1,0 +1,1 @@
+"""Performance: pytest-benchmark suites, memory and load benchmarks, and their reports."""
