@@ -1,19 +1,22 @@
 """Run fingerprints and ``paravt eval diff``: what determines an evaluation's numbers, and why two differ.
 
 ``summary.json["fingerprint"]`` records the protocol, prompt mode and a hash of the system prompts shown, a
-hash of every sample's overview timestamps, the pixel budget and crop settings, the decoder backend and its
-library versions, the scorer, the policy and its sampling settings, and the project's version. Two runs whose
+hash of every sample's overview timestamps, a hash of every sample's inputs (its row and its video's content
+identity: ``input_identity``), the pixel budget and crop settings, the decoder backend and its library
+versions, the scorer, the policy and its sampling settings, and the project's version. Two runs whose
 fingerprints agree saw the same inputs and were scored the same way.
 
 ``diff_runs(A, B)`` lists the fingerprint fields that differ, then per-sample agreement (both right, only A,
-only B, both wrong) with the causes it can name per sample (another K, other overview frames, another system
-prompt, another number of crops).
+only B, both wrong) with the causes it can name per sample (other inputs, another K, other overview frames,
+another system prompt, another number of crops), naming the samples whose inputs differ.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,45 @@ are scored by ``release_score`` and say so."""
 
 def _sha(payload: Any) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+EDGE_BYTES = 1 << 20
+"""A video's content identity hashes its size and its first and last MiB: a replaced or re-encoded video
+differs there, and hashing whole long videos would cost more than evaluating them."""
+
+_VIDEO_IDS: dict[tuple[str, int, int], str] = {}
+_VIDEO_IDS_LOCK = threading.Lock()
+
+
+def video_identity(path: str | os.PathLike) -> str | None:
+    """The content identity of a video file (None: it cannot be read), cached per (path, size, mtime)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (os.fspath(path), st.st_size, st.st_mtime_ns)
+    with _VIDEO_IDS_LOCK:
+        if key in _VIDEO_IDS:
+            return _VIDEO_IDS[key]
+    digest = hashlib.sha256(str(st.st_size).encode())
+    try:
+        with open(path, "rb") as f:
+            digest.update(f.read(EDGE_BYTES))
+            if st.st_size > EDGE_BYTES:
+                f.seek(max(EDGE_BYTES, st.st_size - EDGE_BYTES))
+                digest.update(f.read(EDGE_BYTES))
+    except OSError:
+        return None
+    value = digest.hexdigest()[:16]
+    with _VIDEO_IDS_LOCK:
+        _VIDEO_IDS[key] = value
+    return value
+
+
+def input_identity(sample: Any) -> dict[str, Any]:
+    """What the policy is shown for ``sample``: a hash of its row (question, options, answer, paths, extras)
+    and its video's content identity (``video_identity``; None when the video cannot be read)."""
+    return {"sample_sha": _sha(sample.to_dict()), "video_sha": video_identity(sample.video_path)}
 
 
 def _scorer(config: dict[str, Any]) -> str:
@@ -75,6 +117,7 @@ def fingerprint(config: dict[str, Any], rows: list[dict[str, Any]], settings: di
         "prompt_mode": config.get("prompt_mode"),
         "system_prompt_sha": prompts,
         "frames_sha": _sha(sorted((i, ep.get("overview")) for i, ep in episodes.items())),
+        "inputs_sha": _sha(sorted((r["id"], r.get("inputs")) for r in rows)),
         "frame_budget": config.get("frame_budget"),
         "pixels": [config.get("min_pixels"), config.get("max_pixels")],
         "crops": {k: config.get(k) for k in ("dispatch", "max_turns", "max_parallel", "crop_fps", "crop_max_frames", "tool_result")},
@@ -90,14 +133,24 @@ def fingerprint(config: dict[str, Any], rows: list[dict[str, Any]], settings: di
 
 
 def _load(run: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """A finished eval directory's fingerprint and rows; a summary that is not what ``paravt eval`` writes is a
+    ``ValueError`` naming the file."""
     from paravt.evaluation.store import read_results
 
     summary_path = Path(run) / "summary.json"
     if not summary_path.is_file():
         raise FileNotFoundError(f"{run} holds no summary.json: is it a finished paravt eval directory?")
-    summary = json.loads(summary_path.read_text())
-    rows = {r["id"]: r for r in read_results(Path(run) / "results.jsonl")}
-    return summary.get("fingerprint") or {}, rows
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{summary_path} is not valid JSON ({exc}): rerun paravt eval on {run} to rewrite it") from None
+    if not isinstance(summary, dict):
+        raise ValueError(f"{summary_path} must hold a JSON object, got a {type(summary).__name__}")
+    fp = summary.get("fingerprint")
+    if fp is not None and not isinstance(fp, dict):
+        raise ValueError(f"{summary_path}: its fingerprint must be a JSON object, got a {type(fp).__name__}")
+    rows = {r["id"]: r for r in read_results(Path(run) / "results.jsonl") if isinstance(r, dict) and "id" in r}
+    return fp or {}, rows
 
 
 def diff_runs(a: str | Path, b: str | Path) -> str:
@@ -118,8 +171,13 @@ def diff_runs(a: str | Path, b: str | Path) -> str:
     common = sorted(rows_a.keys() & rows_b.keys())
     agree = Counter()
     causes: Counter = Counter()
+    other_inputs = []
     for i in common:
         ra, rb = rows_a[i], rows_b[i]
+        ia, ib = ra.get("inputs"), rb.get("inputs")
+        if isinstance(ia, dict) and isinstance(ib, dict) and ia != ib:
+            what = [k.removesuffix("_sha") for k in sorted(ia.keys() | ib.keys()) if ia.get(k) != ib.get(k)]
+            other_inputs.append(f"{i} ({', '.join(what)})")
         agree[(bool(ra.get("correct")), bool(rb.get("correct")))] += 1
         ea, eb = ra.get("episode") or {}, rb.get("episode") or {}
         if ra.get("frame_budget") != rb.get("frame_budget"):
@@ -136,8 +194,14 @@ def diff_runs(a: str | Path, b: str | Path) -> str:
               "", "| | B right | B wrong |", "|---|---|---|",
               f"| **A right** | {agree[(True, True)]} | {agree[(True, False)]} (only A) |",
               f"| **A wrong** | {agree[(False, True)]} (only B) | {agree[(False, False)]} |", ""]  # fmt: skip
+    if other_inputs:
+        causes["other inputs (the sample's row or its video changed)"] = len(other_inputs)
     if causes:
         lines += ["## Differences per sample", ""]
         lines += [f"- {cause} on {n} sample{'s' if n != 1 else ''}" for cause, n in causes.most_common()]
         lines.append("")
+    if other_inputs:
+        shown = other_inputs[:20]
+        more = f" and {len(other_inputs) - len(shown)} more" if len(other_inputs) > len(shown) else ""
+        lines += ["## Samples whose inputs differ", "", ", ".join(shown) + more, ""]
     return "\n".join(lines)

@@ -22,7 +22,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from paravt.evaluation.fingerprints import fingerprint, policy_settings
+from paravt.evaluation.fingerprints import fingerprint, input_identity, policy_settings
 from paravt.evaluation.report import (
     summarize,
     write_report,
@@ -185,11 +185,13 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
                     reward=ep.breakdown, prediction=prediction, score=score, correct=correct, wall_s=ep.wall_s,
                     system_prompt_sha=ep.system_prompt_sha,
                     truth_span=grounding_span(sample.answer) if sample.question_type == "tvg" else None),
+                inputs=input_identity(sample),
             )  # fmt: skip
         except Exception as exc:  # one sample's failure is recorded and counted, never fatal
             row = SampleResult(
                 id=sample.id, question_type=sample.question_type, duration=sample.duration, answer=sample.answer,
                 wall_s=time.perf_counter() - t0, error=f"{type(exc).__name__}: {exc}", transient=is_transient(exc),
+                inputs=input_identity(sample),
             )  # fmt: skip
         data = asdict(row)
         try:

@@ -40,6 +40,9 @@ class SampleResult:
     episode: dict[str, Any] | None = None
     """What the agent did (``paravt_env.records``, schema ``paravt-episode/1``); rows written before records
     existed have none and still resume."""
+    inputs: dict[str, Any] | None = None
+    """What the policy was shown, as hashes (``fingerprints.input_identity``): the sample's row and its video's
+    content identity. Rows written before inputs were recorded have none."""
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:

@@ -90,6 +90,16 @@ def thumbnails(record: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def script_json(value: Any) -> str:
+    """``value`` as JSON that nothing can carry out of a ``<script>`` element: every ``<``, ``>`` and ``&`` is a
+    JSON escape (``</script>``, ``<!--`` and ``<script`` all put the HTML parser in another state, so escaping
+    ``</`` alone is not enough), and so are U+2028 / U+2029. ``JSON.parse`` reads it back unchanged."""
+    text = json.dumps(value, allow_nan=False)
+    for char, escape in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(char, escape)
+    return text
+
+
 def build_page(root: Path, *, thumbs: bool = True) -> tuple[str, dict[str, int]]:
     """The HTML page for ``root`` and counts (runs, episodes, rows without a record)."""
     runs = []
@@ -102,7 +112,7 @@ def build_page(root: Path, *, thumbs: bool = True) -> tuple[str, dict[str, int]]
         counts["runs"] += 1
         counts["episodes"] += len(records)
         counts["without_record"] += missing
-    data = json.dumps(finite(runs), allow_nan=False).replace("</", "<\\/")  # safe inside <script>
+    data = script_json(finite(runs))
     title = html.escape(f"paravt view: {Path(root).resolve().name}")
     return PAGE.replace("__TITLE__", title).replace("__DATA__", data), counts
 
@@ -227,13 +237,24 @@ function episode(record) {
   });
   return d;
 }
+function errorCard(record, err) {
+  // a record this page cannot draw (a wrongly typed field): said on its own card, the others still draw
+  const d = el("div", {class: "episode error", "data-sample-id": String((record || {}).sample_id), "data-correct": "no",
+    "data-tools": "no", "data-qtype": "", "data-k": ""});
+  d.append(el("div", {class: "head"}, `episode ${String((record || {}).sample_id)}: this record could not be drawn (${err})`));
+  return d;
+}
 function render() {
   const root = document.getElementById("runs"), qtypes = new Set(), ks = new Set();
   for (const run of RUNS) {
     const section = el("section", {class: "run", "data-run": run.name});
     section.append(el("h2", {}, `${run.name} (${run.episodes.length} episodes` +
       (run.without_record ? `, ${run.without_record} rows without a record` : "") + ")"));
-    for (const r of run.episodes) { qtypes.add(r.question_type); ks.add(r.frame_budget); section.append(episode(r)); }
+    for (const r of run.episodes) {
+      let card;
+      try { card = episode(r); qtypes.add(r.question_type); ks.add(r.frame_budget); } catch (err) { card = errorCard(r, err); }
+      section.append(card);
+    }
     root.append(section);
   }
   for (const q of [...qtypes].sort()) document.getElementById("f-qtype").append(el("option", {value: q}, q));

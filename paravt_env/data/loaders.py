@@ -38,23 +38,33 @@ def iter_rows(path: Path, batch_rows: int = 256) -> Iterator[tuple[str, Any]]:
     """(location, row) pairs of a file, streamed where the format allows: a parquet file one record batch at a
     time (``batch_rows`` rows, never the whole table; pyarrow reads a row group at a time, so a file written
     as one huge row group is held whole), JSON Lines one line at a time. A ``.json`` array or a ``.txt`` file
-    is read whole (``read_rows``). Locations as in ``read_rows``."""
+    is read whole (``read_rows``). Locations as in ``read_rows``.
+    A file that cannot be read (a truncated or corrupt parquet shard, bytes that are not UTF-8, a line that is not
+    JSON) raises ``DataFormatError`` naming the file and the row or line where reading stopped."""
     suffix = path.suffix.lower()
     if suffix == ".parquet":
         try:
+            import pyarrow as pa
             import pyarrow.parquet as pq
         except ImportError as exc:
             raise ImportError(f'reading {path} needs pyarrow: pip install "paravt-gym[data]"') from exc
         i = 0
-        with pq.ParquetFile(path) as f:
-            for batch in f.iter_batches(batch_size=batch_rows):
-                for row in batch.to_pylist():
-                    yield f"row {i}", row
-                    i += 1
+        try:
+            with pq.ParquetFile(path) as f:
+                for batch in f.iter_batches(batch_size=batch_rows):
+                    for row in batch.to_pylist():
+                        yield f"row {i}", row
+                        i += 1
+        except (pa.ArrowException, OSError) as exc:
+            raise DataFormatError(f"{path}: row {i}: the parquet file cannot be read there ({exc})") from None
         return
     if suffix == ".jsonl":
-        with open(path, encoding="utf-8-sig") as f:
-            for n, line in enumerate(f, 1):
+        with open(path, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                try:
+                    line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DataFormatError(f"{path}: line {n}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
                 if line.strip():
                     try:
                         yield f"line {n}", json.loads(line)

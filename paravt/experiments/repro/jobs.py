@@ -6,6 +6,10 @@ at once (one per job, so nothing leaks from one run into the next), gives each `
 threads, and keeps interrupts as safe as in a single run: each worker sits in its own process group, so a
 terminal's Ctrl-C reaches only this process, which forwards exactly one SIGINT to every running worker and
 waits while each saves its checkpoint (a second signal to a trainer that is saving could cut the save).
+
+A worker never outlives its parent: the kernel sends it SIGTERM when the parent dies, however it dies (kill -9
+included: ``PR_SET_PDEATHSIG``), and it stops as on Ctrl-C, saving its checkpoint first. A rerun then finds no
+orphan writing into its run directories.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ def run_jobs(jobs: Sequence[Job], workers: int, *, on_done: Callable[[Hashable, 
     ctx = multiprocessing.get_context("spawn")  # no inherited torch state, locks or open decoders
     pending = list(jobs)
     running: dict[Any, tuple[Hashable, float]] = {}
+    parent = os.getpid()
     failed: list[str] = []
     level = logging.getLogger().getEffectiveLevel()
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
@@ -58,7 +63,7 @@ def run_jobs(jobs: Sequence[Job], workers: int, *, on_done: Callable[[Hashable, 
         while pending or running:
             while pending and len(running) < workers and not failed:
                 key, fn, args = pending.pop(0)
-                proc = ctx.Process(target=_worker, args=(fn, args, threads, level), name=f"paravt-job {key}")
+                proc = ctx.Process(target=_worker, args=(fn, args, threads, level, parent), name=f"paravt-job {key}")
                 proc.start()
                 running[proc] = (key, time.perf_counter())
                 logger.info("job %s started (pid %d, %d thread(s))", key, proc.pid, threads)
@@ -110,11 +115,27 @@ def _restore(handlers: dict[int, Any]) -> None:
         signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
-def _worker(fn: Callable[..., Any], args: tuple[Any, ...], threads: int, level: int) -> None:
+def die_with_parent(parent: int) -> None:
+    """Ask the kernel for SIGTERM when the parent process dies (Linux ``prctl(PR_SET_PDEATHSIG)``); a parent that
+    died before the request counts too. Elsewhere nothing is asked (the worker then stops at its next save
+    point only if signalled)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1  # noqa: N806 - <linux/prctl.h>
+        if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
+            logger.warning("prctl(PR_SET_PDEATHSIG) failed (errno %d): this worker may outlive its parent", ctypes.get_errno())
+    if os.getppid() != parent:  # the parent died before the request: stop now, as the signal would have
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _worker(fn: Callable[..., Any], args: tuple[Any, ...], threads: int, level: int, parent: int) -> None:
     os.setpgrp()  # a terminal's Ctrl-C reaches the parent only, which forwards it once
     # a run started in the background (`nohup ... &`) passes SIGINT down ignored: the forwarded one must count
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt)
+    die_with_parent(parent)  # after the handler: the parent's death is an interrupt (save, then exit)
     logging.basicConfig(level=level, format="%(levelname)s %(message)s")
     import torch
 

@@ -22,15 +22,18 @@ checkpoint (or restarts when it had none).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from paravt.learners.config import TrainConfig, load_recipe
+from paravt_env import storage
 
 logger = logging.getLogger(__name__)
 
@@ -137,10 +140,15 @@ def run_arm(cfg: ReproConfig, out: Path, arm: str, seed: int, progress: bool = T
     run = arm_dir(out, arm, seed)
     tc = arm_config(cfg, arm, seed, coldstart_model(out))
     state = run / "checkpoint" / "state.json"
-    if state.is_file() and json.loads(state.read_text()).get("step", 0) >= tc.steps:
+    if is_finished(run):
         return run
-    if run.exists() and not state.is_file():  # killed before its first checkpoint: nothing to resume
-        shutil.rmtree(run)
+    if run.exists():
+        with wait_for_writer(run):  # a run directory is never deleted under a live writer
+            problem = None if state.is_file() else "it has no checkpoint yet"
+            problem = problem or damage(run)
+            if problem:  # nothing sound to resume: trained again from the cold start
+                logger.warning("repro: %s is trained again: %s", run, problem)
+                shutil.rmtree(run)
     trainer = Trainer(tc, run, resume=state.is_file(), progress=progress)
     try:
         trainer.train()
@@ -202,6 +210,57 @@ def finished_runs(out: str | Path, arms: Sequence[str] | None = None) -> list[tu
             if is_finished(run):
                 found.append((arm, int(run.name[4:]), run))
     return found
+
+
+WRITER_WAIT_S = 120.0
+"""How long a rerun waits for the writer of an arm's run directory (an earlier repro's worker still saving its
+checkpoint after its parent died) before it gives up, naming it."""
+
+
+@contextlib.contextmanager
+def wait_for_writer(run: Path, wait_s: float | None = None):
+    """Hold ``run``'s trainer lock, waiting up to ``wait_s`` for a live writer to exit first; ``OutputLocked``
+    naming it (pid, host, since when) if it does not."""
+    wait_s = WRITER_WAIT_S if wait_s is None else wait_s
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            lock = storage.DirectoryLock(run, "train.lock", "trained")
+            break
+        except storage.OutputLocked as exc:
+            if time.monotonic() >= deadline:
+                raise storage.OutputLocked(f"{exc} (a worker of an earlier paravt repro on {run.parents[2]}? it "
+                                           f"was waited for {wait_s:g} s; stop it, then rerun)") from None  # fmt: skip
+            time.sleep(1.0)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def damage(run: Path) -> str | None:
+    """Why a run directory with a checkpoint cannot be resumed as it is (None: it can): its config or its metrics
+    do not cover the checkpoint's steps (a directory deleted under a writer that went on, say)."""
+    try:
+        step = int(json.loads((run / "checkpoint" / "state.json").read_text()).get("step", 0))
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        return f"its checkpoint/state.json cannot be read ({exc})"
+    if not (run / "config.json").is_file():
+        return "it has a checkpoint but no config.json"
+    steps = []
+    try:
+        with open(run / "metrics.jsonl", encoding="utf-8") as f:
+            for line in f:
+                with contextlib.suppress(ValueError):
+                    row = json.loads(line)
+                    if isinstance(row, dict) and isinstance(row.get("step"), int) and row.get("stage", "rl") == "rl":
+                        steps.append(row["step"])
+    except OSError:
+        pass
+    if sorted(set(s for s in steps if s <= step)) != list(range(1, step + 1)):
+        have = f"{min(steps)}..{max(steps)}" if steps else "none"
+        return f"its checkpoint is at step {step} but its metrics hold steps {have}"
+    return None
 
 
 def is_finished(run: Path) -> bool:

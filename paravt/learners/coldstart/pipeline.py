@@ -45,7 +45,7 @@ def teacher_env_config(cfg: TrainConfig) -> EnvConfig:
 
 
 def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainConfig, *, progress: bool = False,
-                     store: ColdStartStore | None = None, save_every_s: float = 60.0) -> tuple[list[Trajectory], int]:  # fmt: skip
+                     store: ColdStartStore | None = None, save_every_s: float | None = None) -> tuple[list[Trajectory], int]:  # fmt: skip
     """``cfg.sft.episodes`` teacher episodes over ``samples`` (cycled, each pass with new frame budgets drawn
     like nFrames Gating draws them), played through the real env and tokenised like rollouts, their frames
     kept compressed (``Encoded.compact``: the processed pixels of 900 episodes were gigabytes). Where the
@@ -53,7 +53,9 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
     one of the answers its question kind has in the data; where it shows the needle the teacher crops around it
     to check in ``sft.check_rate`` of them. Returns the trajectories and how many episodes were
     dropped because their frames showed no needle. With ``store``, the episodes go to disk a shard at a time
-    (every ``save_every_s`` seconds, at the end, and on Ctrl-C) and saved shards are loaded, not replayed."""
+    (every ``save_every_s`` seconds, default ``sft.save_every_s``, at the end, and on Ctrl-C) and saved shards are
+    loaded, not replayed."""
+    save_every_s = cfg.sft.save_every_s if save_every_s is None else save_every_s
     env = VideoToolEnv(samples, teacher_env_config(cfg))
     rng = random.Random(f"teacher:{cfg.seed}")
     out: list[Trajectory] = []

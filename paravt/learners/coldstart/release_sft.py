@@ -117,7 +117,10 @@ def parse_row(row: Any, where: str, folder: Path | Sequence[Path]) -> SFTConvers
         for part in parts:
             kind = part.get("type") if isinstance(part, dict) else None
             if kind == "text":
-                text.append(str(part.get("text", "")))
+                value = part.get("text", "")
+                if not isinstance(value, str):  # never trained as its str() ("None", "5")
+                    raise DataFormatError(f"{at}: a text part's 'text' must be a string, got {type(value).__name__} {value!r:.40}")
+                text.append(value)
             elif kind == "image_url":
                 frames.append(_image(_resolve(_url(part, "image_url", at), folder)))
                 text.append(IMAGE_PLACEHOLDER)

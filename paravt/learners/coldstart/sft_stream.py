@@ -13,6 +13,20 @@ conversations whose tokens (text and image tokens) fit ``sft.pack_tokens``, fill
 each conversation is its own forward pass (what varlen attention over a packed sequence computes) and the loss
 is the mean over every assistant token of the step's packs, as a packed batch's cross-entropy is.
 
+What a read error does, by class:
+
+- a row whose media cannot be read (missing, undecodable, an image over PIL's decompression-bomb limit) is
+  skipped and counted (``StreamCounts.unreadable``; the first is named in a warning): the rest of the data is
+  sound;
+- a file that cannot be read (a truncated or corrupt parquet shard, bytes that are not UTF-8, a line that is not
+  JSON) or a row that breaks the schema (a text part that is not a string, ...) stops the run with a
+  ``DataFormatError`` naming the file and the row: training on around it would train on another mix than the one
+  asked for. Fix or remove the file, then start the stage again.
+
+The files are indexed at the start (path, size, rows) and the index is part of the checkpoint: resuming over a
+changed set of files (added, removed or rewritten) is refused with what changed, since the saved position names
+a row of the indexed order.
+
 Memory holds one step's packs and one parquet record batch, whatever the size of the data (measured in the
 README). A checkpoint (``paravt.learners.coldstart.store``, every ``sft.save_every_s`` seconds, at the end and on
 Ctrl-C / SIGTERM) holds the weights, the optimiser and schedule, the stream position of the first row not yet
@@ -40,6 +54,7 @@ from paravt.learners.interrupts import commit_section
 from paravt.learners.optim import adamw
 from paravt.learners.policies.hf import HFPolicy
 from paravt.learners.trajectory import Trajectory
+from paravt_env.data.formats import DataFormatError
 from paravt_env.data.loaders import iter_rows
 from paravt_env.video import VideoDecodeError
 from paravt_env.video.qwen_frames import QwenSamplingError
@@ -95,16 +110,67 @@ def stream_rows(policy: HFPolicy, files: list[Path], start: StreamPosition, *, s
                 try:
                     traj = conversation_trajectory(policy, parse_row(raw, f"{path}: {where}", roots(path)))
                     traj.encoded = traj.encoded.compact()
-                except (FileNotFoundError, VideoDecodeError, QwenSamplingError, OSError) as exc:
+                except (FileNotFoundError, VideoDecodeError, QwenSamplingError, OSError, *_media_errors()) as exc:
                     if not warned:  # the first one by name; the count is in the summary
-                        warnings.warn(f"skipping SFT rows whose media cannot be read (first: {path}: {where}: {exc}); "
-                                      "the cold start's summary counts them", stacklevel=2)  # fmt: skip
+                        warnings.warn(f"skipping SFT rows whose media cannot be read (first: {path}: {where}: "
+                                      f"{type(exc).__name__}: {exc}); the cold start's summary counts them", stacklevel=2)  # fmt: skip
                         warned = True
                     traj = None
                 yield StreamPosition(pass_, f, i), traj
         if seen == 0:
             raise ValueError(f"the SFT data {files[0].parent if len(files) > 1 else files[0]} holds no row")
         pass_, file, row = pass_ + 1, 0, 0
+
+
+def _media_errors() -> tuple[type[BaseException], ...]:
+    """PIL's refusals of an image (over its decompression-bomb limit, unidentifiable bytes)."""
+    from PIL import Image, UnidentifiedImageError
+
+    return (Image.DecompressionBombError, UnidentifiedImageError)
+
+
+def index_files(files: list[Path]) -> list[dict[str, Any]]:
+    """What the stream reads: each file's path, size and row count (parquet: from its metadata; JSON Lines: its
+    non-empty lines), in sorted order. Saved with the position, so a resume can tell whether the data changed."""
+    out = []
+    for path in files:
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise DataFormatError(f"{path}: cannot be read ({exc})") from None
+        out.append({"path": str(path), "size": size, "rows": _count_rows(path)})
+    return out
+
+
+def _count_rows(path: Path) -> int | None:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            return int(pq.ParquetFile(path).metadata.num_rows)
+        except (pa.ArrowException, OSError) as exc:
+            raise DataFormatError(f"{path}: the parquet file cannot be read ({exc})") from None
+    if suffix == ".jsonl":
+        with open(path, "rb") as f:
+            return sum(1 for line in f if line.strip())
+    return None
+
+
+def check_index(saved: list[dict[str, Any]] | None, now: list[dict[str, Any]]) -> None:
+    """Refuse to resume over other files than the saved position indexed, saying what changed."""
+    if saved is None:  # a state saved before files were indexed: nothing to compare
+        return
+    before, after = {f["path"]: f for f in saved}, {f["path"]: f for f in now}
+    added, removed = sorted(after.keys() - before.keys()), sorted(before.keys() - after.keys())
+    changed = sorted(p for p in before.keys() & after.keys() if before[p] != after[p])
+    if added or removed or changed:
+        what = "; ".join(f"{label}: {', '.join(paths[:5])}{' ...' if len(paths) > 5 else ''}"
+                         for label, paths in (("added", added), ("removed", removed), ("rewritten", changed)) if paths)  # fmt: skip
+        raise ValueError(f"the SFT data changed since its saved position ({what}): the position names a row of "
+                         "the files as they were. Restore them, or start the SFT stage again (remove "
+                         "RUN/coldstart/partial, or run without --resume)")
 
 
 @dataclass
@@ -159,6 +225,7 @@ def train_streaming_sft(policy: HFPolicy, spec: str | Path, *, steps: int, batch
     ``step``, ``loss``, ``lr``, ``tokens``, ``rows``) and the stream's counters. ``resume`` / ``save_state``
     as in ``sft.train_cross_entropy``."""
     files = release_sft_files(spec)
+    index = index_files(files)
 
     def roots(path: Path) -> list[Path]:
         return [Path(video_root).expanduser(), path.parent] if video_root else [path.parent]
@@ -174,6 +241,7 @@ def train_streaming_sft(policy: HFPolicy, spec: str | Path, *, steps: int, batch
         policy.model.load_state_dict(resume["model"])
         torch.set_rng_state(resume["torch_rng"])
         rows, start = list(resume["rows"]), resume["step"]
+        check_index(resume.get("files"), index)
         position, counts = StreamPosition(**resume["position"]), StreamCounts(**resume["counts"])
         if start >= steps:
             policy.model.eval()
@@ -187,7 +255,7 @@ def train_streaming_sft(policy: HFPolicy, spec: str | Path, *, steps: int, batch
     def loop_state(step: int) -> dict[str, Any]:
         return {"stage": "sft_stream", "step": step, "steps": steps, "model": policy.model.state_dict(),
                 "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "position": asdict(boundary[0]),
-                "counts": asdict(boundary[1]), "torch_rng": boundary[2], "rows": list(rows)}  # fmt: skip
+                "counts": asdict(boundary[1]), "torch_rng": boundary[2], "rows": list(rows), "files": index}  # fmt: skip
 
     bar = progress_bar(steps, "sft (streamed)", progress, initial=start)
     policy.model.train()

@@ -115,3 +115,35 @@ def test_a_model_policy_records_its_generated_tokens_per_turn(synth_small, tiny_
     sampling = json.loads((tmp_path / "ev" / "summary.json").read_text())["fingerprint"]["sampling"]
     assert sampling["policy"] == "HFPolicy" and sampling["max_new_tokens"] == 8
 
+
+
+ADVERSARIAL = ["<!--<script>", "</script><script>document.title='PWNED'</script>", "<!-- </script> -->", "\u2028\u2029",
+               "<img src=x onerror=\"document.title='PWNED'\">", "]]></script>&amp;<b>"]  # fmt: skip
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs chromium (apt-get install chromium; .ci/run does)")
+def test_adversarial_texts_and_a_malformed_record_never_blank_the_page(evaluated, tmp_path):
+    """Turn texts, questions, ids and paths that would leave a ``<script>`` element, and one record with a wrongly
+    typed field: every other episode still draws, the bad one shows as an error card, no script of theirs runs."""
+    rows = read_results(evaluated / "results.jsonl")
+    for i, r in enumerate(rows):
+        bad = ADVERSARIAL[i % len(ADVERSARIAL)]
+        r["id"] = r["episode"]["sample_id"] = f"{r['id']}{bad}"
+        r["episode"]["question"] = bad + r["episode"]["question"]
+        r["episode"]["video"] = f"/videos/{bad}.mp4"
+        for t in r["episode"]["turns"]:
+            t["text"] = bad + t["text"] + bad
+    rows[1]["episode"]["turns"] = "not a list"  # a wrongly typed field
+    run = tmp_path / "eval"
+    run.mkdir()
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path, counts = write_view(run, thumbs=False)
+    proc = subprocess.run(["chromium", "--headless", "--disable-gpu", "--no-sandbox", "--disable-dev-shm-usage",
+                           "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0
+    dom = _Dom()
+    dom.feed(proc.stdout)
+    assert sorted(dom.episodes) == sorted(r["episode"]["sample_id"] for r in rows)  # every record has its card
+    drawn = proc.stdout.split('<div id="runs">', 1)[1].split("<script", 1)[0]
+    assert drawn.count("could not be drawn") == 1
+    assert "<title>PWNED" not in proc.stdout and "<img src=" not in proc.stdout  # no injected script ran; text stays text

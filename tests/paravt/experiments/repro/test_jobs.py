@@ -75,3 +75,42 @@ def test_an_interrupt_reaches_every_running_worker_once_and_is_waited_for(tmp_pa
     assert "parent interrupted" in out
     assert [(tmp_path / f"{k}.saved").read_text() for k in "ab"] == ["1", "1"]  # saved, one SIGINT each
     assert not (tmp_path / "c.started").exists()  # the queued job never started
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by init) is not alive
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("when", ["while the workers run", "right after they start"])
+def test_workers_stop_and_save_when_their_parent_is_killed(tmp_path, helpers, when):
+    """kill -9 of the parent: no orphan trains on unseen; each worker saves (as on Ctrl-C) and exits."""
+    parent = textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = {sys.path!r}
+        from jobs_helpers import wait_for_interrupt
+        from paravt.experiments.repro.jobs import run_jobs
+        run_jobs([(k, wait_for_interrupt, ({str(tmp_path)!r}, k)) for k in ("a", "b")], 2, threads=1)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", parent], start_new_session=True)
+    deadline = time.time() + 60
+    wanted = "ab" if when.startswith("while") else "a"
+    while not all((tmp_path / f"{k}.started").exists() for k in wanted):
+        assert time.time() < deadline and proc.poll() is None, "workers did not start"
+        time.sleep(0.01 if wanted == "a" else 0.05)
+    pids = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()]
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 30
+    while any(_pid_alive(p) for p in pids):
+        assert time.time() < deadline, f"workers {pids} outlived their killed parent"
+        time.sleep(0.05)
+    started = [k for k in "ab" if (tmp_path / f"{k}.started").exists()]
+    assert started and all((tmp_path / f"{k}.saved").read_text() == "1" for k in started)

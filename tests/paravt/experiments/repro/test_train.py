@@ -63,3 +63,83 @@ def test_only_runs_that_completed_their_steps_enter_the_report(tmp_path):
     run("vanilla_grpo", 1, 40, 150)  # still training (or interrupted): a checkpoint, not the last step
     run("para_grpo", 0, None, 150)  # killed before its first checkpoint
     assert finished_runs(tmp_path) == [("vanilla_grpo", 0, done)]
+
+
+def _arm(tmp_path, *, step=3, metrics=(1, 2, 3), config=True):
+    run = tmp_path / "arms" / "para_grpo" / "seed0"
+    (run / "checkpoint").mkdir(parents=True)
+    (run / "checkpoint" / "state.json").write_text(json.dumps({"step": step}))
+    if config:
+        (run / "config.json").write_text(json.dumps({"steps": 12}))
+    (run / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "loss": 0.0}) + "\n" for s in metrics))
+    return run
+
+
+def test_a_run_whose_files_do_not_cover_its_checkpoint_is_damaged(tmp_path):
+    from paravt.experiments.repro.train import damage
+
+    assert damage(_arm(tmp_path)) is None
+    assert "no config.json" in damage(_arm(tmp_path / "a", config=False))
+    assert "metrics hold steps 4..12" in damage(_arm(tmp_path / "b", step=12, metrics=range(4, 13)))
+    run = _arm(tmp_path / "c")
+    (run / "checkpoint" / "state.json").write_text("{")
+    assert "cannot be read" in damage(run)
+
+
+def test_a_run_directory_is_never_touched_under_a_live_writer(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+
+    from paravt.experiments.repro.train import wait_for_writer
+    from paravt_env.storage import OutputLocked
+
+    run = _arm(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        sys.path[:0] = {sys.path!r}
+        from paravt_env.storage import DirectoryLock
+        lock = DirectoryLock({str(run)!r}, "train.lock", "trained")
+        print("locked", flush=True)
+        time.sleep({{}})
+    """).replace("{}", "1.5")], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert holder.stdout.readline().strip() == "locked"
+    with pytest.raises(OutputLocked, match=r"being trained by pid \d+.*earlier paravt repro"), wait_for_writer(run, wait_s=0.2):
+        pass
+    with wait_for_writer(run, wait_s=30):  # the writer exits: the rerun goes on
+        assert holder.poll() is not None
+    holder.wait()
+
+
+def test_a_damaged_or_checkpointless_arm_is_trained_again_a_sound_one_resumed(tmp_path, monkeypatch):
+    """run_arm's decision, with the trainer replaced by one that records what it was asked (the real trainer's
+    resume is tested bit for bit in tests/paravt/learners)."""
+    import paravt.learners.trainer as trainer_module
+    from paravt.experiments.repro import train as repro
+
+    asked = []
+
+    class Recording:
+        def __init__(self, cfg, run, resume, progress):
+            asked.append((sorted(p.name for p in run.iterdir()) if run.exists() else None, resume))
+
+        def train(self):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(trainer_module, "Trainer", Recording)
+    monkeypatch.setattr(repro, "arm_config", lambda cfg, arm, seed, cs: repro.base_config(cfg))
+    cfg = repro.ReproConfig(steps=12)
+    sound = _arm(tmp_path)
+    repro.run_arm(cfg, tmp_path, "para_grpo", 0, progress=False)
+    assert asked[-1] == (["checkpoint", "config.json", "metrics.jsonl", "train.lock"], True) and sound.exists()
+    (sound / "config.json").unlink()
+    repro.run_arm(cfg, tmp_path, "para_grpo", 0, progress=False)
+    assert asked[-1] == (None, False)  # removed, trained from the start
+    empty = tmp_path / "arms" / "para_grpo" / "seed0"
+    empty.mkdir(parents=True)
+    (empty / "metrics.jsonl").write_text("")
+    repro.run_arm(cfg, tmp_path, "para_grpo", 0, progress=False)
+    assert asked[-1] == (None, False)

@@ -115,3 +115,68 @@ def test_the_release_sft_recipe_runs_as_an_sft_only_train(tiny_qwen3, tmp_path):
     summary = json.loads((run / "coldstart" / "summary.json").read_text())["sft"]
     assert summary["steps"] == 3 and summary["rows_trained"] > 0 and summary["pack_tokens"] == 256
     assert (run / "coldstart" / "model" / "paravt.json").is_file() and not (run / "metrics.jsonl").exists()
+
+
+def test_a_corrupt_shard_or_bad_bytes_stop_the_stream_naming_file_and_row(tiny_qwen3, tmp_path):
+    """A file that cannot be read stops the run (training around it would train another mix), naming where."""
+    from paravt_env.data.formats import DataFormatError
+
+    policy = HFPolicy.from_pretrained(tiny_qwen3)
+    shard = write_shard(tmp_path / "a.parquet", 40)
+    data = shard.read_bytes()
+    cut = tmp_path / "cut" / "a.parquet"
+    cut.parent.mkdir()
+    cut.write_bytes(data[: len(data) // 2])  # a truncated shard
+    with pytest.raises(DataFormatError, match=rf"{cut}: (row 0: )?the parquet file cannot be read"):
+        _train(policy, cut, 2)
+    jsonl = tmp_path / "bytes" / "a.jsonl"
+    jsonl.parent.mkdir()
+    good = json.dumps({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})
+    jsonl.write_bytes((good + "\n").encode() + b'{"messages": "\xff\xfe"}\n')
+    with pytest.raises(DataFormatError, match=rf"{jsonl}: line 2: not UTF-8 text"):
+        _train(policy, jsonl, 2)
+
+
+@pytest.mark.parametrize("text", [None, 5, ["a"], {"t": 1}])
+def test_a_text_part_that_is_not_text_is_refused_naming_the_row(tiny_qwen3, tmp_path, text):
+    from paravt_env.data.formats import DataFormatError
+
+    path = tmp_path / "a.jsonl"
+    rows = [{"messages": [{"role": "user", "content": [{"type": "text", "text": "q"}]},
+                          {"role": "assistant", "content": [{"type": "text", "text": t}]}]} for t in ("fine", text)]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(DataFormatError, match=rf"{path}: line 2, message 1: a text part's 'text' must be a string"):
+        _train(HFPolicy.from_pretrained(tiny_qwen3), path, 2)
+
+
+def test_an_image_over_the_decompression_limit_is_skipped_and_counted(tiny_qwen3, tmp_path):
+    from PIL import Image
+
+    big = tmp_path / "big.png"
+    Image.new("RGB", (20000, 20000)).save(big)  # 400 M pixels: over PIL's bomb limit (2 x 89 M)
+    rows = [{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "big.png"}},
+                                                       {"type": "text", "text": "what?"}]},
+                          {"role": "assistant", "content": "a bomb"}]}]  # fmt: skip
+    rows += [{"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"answer {i}"}]} for i in range(6)]
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.warns(UserWarning, match=rf"{path}: line 1: DecompressionBombError"):
+        _, counts = _train(HFPolicy.from_pretrained(tiny_qwen3), path, 2)
+    assert counts.unreadable >= 1 and counts.trained > 0
+
+
+def test_a_resume_over_changed_files_is_refused_saying_what_changed(tiny_qwen3, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    write_shard(data / "a.parquet", 30)
+    saved = {}
+    policy = HFPolicy.from_pretrained(tiny_qwen3)
+    _train(policy, data, 4, save_state=lambda s: saved.update(state=s))
+    assert [f["rows"] for f in saved["state"]["files"]] == [30]
+    write_shard(data / "b.parquet", 10, seed=1)  # a shard added before --resume
+    with pytest.raises(ValueError, match=rf"the SFT data changed since its saved position \(added: {data / 'b.parquet'}\)"):
+        _train(policy, data, 4, resume=saved["state"])
+    (data / "b.parquet").unlink()
+    write_shard(data / "a.parquet", 31)  # rewritten
+    with pytest.raises(ValueError, match=r"rewritten: .*a\.parquet"):
+        _train(policy, data, 4, resume=saved["state"])

@@ -82,3 +82,17 @@ def test_check_turn_crops_around_the_frame_that_already_shows_the_needle():
     # a miss still covers the video: check only changes what happens when the overview answers
     missed = parse_response(first_turn(s, [10.0, 61.25], 70.0, window=20.0, max_calls=5, check=True))
     assert len(missed.valid_tool_calls) == 4
+
+
+@pytest.mark.parametrize(("save_every_s", "shards"), [(0.0, 3), (3600.0, 1)])
+def test_the_teacher_store_saves_as_often_as_sft_save_every_s_says(synth_small, tiny_qwen3, tmp_path, save_every_s, shards):
+    pytest.importorskip("torch")
+    from paravt.learners.coldstart.pipeline import teacher_episodes
+    from paravt.learners.coldstart.store import ColdStartStore
+    from paravt.learners.config import load_recipe
+    from paravt.learners.policies.hf import HFPolicy
+
+    cfg = load_recipe("tiny_cpu", ["sft.episodes=3", f"sft.save_every_s={save_every_s}", "sft.crop_rate=0.0"])
+    store = ColdStartStore(tmp_path)
+    teacher_episodes(HFPolicy.from_pretrained(tiny_qwen3), list(synth_small[1]), cfg, store=store)
+    assert len(store.teacher_shards()) == shards and store.teacher_shards()[-1]["end"] == 3
