@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from paravt_env.episodes import PROTOCOLS
 from paravt_env.protocol.prompts import PROMPT_MODES
 
 
@@ -70,9 +71,10 @@ def add_eval_options(p: argparse.ArgumentParser, *, single: bool) -> None:
         help="system prompt (default: card, else agentic; agentic_general is the release's name of agentic)",
     )
     p.add_argument(
-        "--protocol", choices=("paravt", "release"), default="paravt",
+        "--protocol", choices=PROTOCOLS, default="paravt",
         help="release: the released eval driver's messages, frames, turns and scoring, so a released checkpoint "
-        "sees what it was evaluated on (--max-turns then counts rounds of tool calls)",
+        "sees what it was evaluated on (--max-turns then counts rounds of tool calls); release_rl: its RL "
+        "workflow's (a checkpoint trained with sub-agents)",
     )
     if single:
         p.add_argument("--subtitles", action="store_true", help="show each video's .srt subtitles before the question")

@@ -59,19 +59,10 @@ def release_turn(messages: list[dict[str, Any]], frames: Frames, crops: list[dic
                 tool_calls={"requested": requested, "executed": executed, "rejected": 0, "failed": failed})  # fmt: skip
 
 
-class ReleaseEvalEpisode(Episode):
-    """The release driver's dialogue for one sample."""
+class ReleaseDialogue(Episode):
+    """What the release's two dialogues share: its prompt modes (by its own names) and its video pixel budget."""
 
     release = True
-    name = "release"
-    grounding_prompt_mode = "agentic_minimal"  # the release's Charades-STA runs
-
-    def __init__(self, sample: VideoQASample, reader: VideoReader, config: EpisodeConfig) -> None:
-        super().__init__(sample, reader, config)
-        self.mode = config.prompt_mode
-        self.is_mcq = bool(release_fields(sample)["is_mcq"])
-        self.rounds = 0
-        self.forced = False
 
     @classmethod
     def check(cls, config: EpisodeConfig) -> None:
@@ -85,6 +76,20 @@ class ReleaseEvalEpisode(Episode):
     def max_pixels(cls, config: EpisodeConfig) -> int:
         # The release shows overview frames at qwen-vl-utils' default video budget (up to 768 tokens).
         return max(config.max_pixels, VIDEO_MAX_PIXELS)
+
+
+class ReleaseEvalEpisode(ReleaseDialogue):
+    """The release driver's dialogue for one sample."""
+
+    name = "release"
+    grounding_prompt_mode = "agentic_minimal"  # the release's Charades-STA runs
+
+    def __init__(self, sample: VideoQASample, reader: VideoReader, config: EpisodeConfig) -> None:
+        super().__init__(sample, reader, config)
+        self.mode = config.prompt_mode
+        self.is_mcq = bool(release_fields(sample)["is_mcq"])
+        self.rounds = 0
+        self.forced = False
 
     @classmethod
     def overview(cls, reader: VideoReader, k: int, config: EpisodeConfig) -> tuple[Frames, int]:

@@ -25,13 +25,13 @@ from typing import Any
 
 from ..data.sample import VideoQASample
 from ..protocol.markers import IMAGE_PLACEHOLDER
-from ..protocol.release import RL_CROP_FAILED, RL_TOOLS_SYSTEM, hermes_calls, release_mode, rl_tool_response
+from ..protocol.release import RL_CROP_FAILED, RL_TOOLS_SYSTEM, hermes_calls, rl_tool_response
 from ..tools.dispatch import subagent_replies
 from ..tools.subagent import SubAgentRequest
 from ..video import Frames, VideoReader
-from ..video.qwen_frames import VIDEO_MAX_PIXELS, release_crop, release_rl_overview
-from .base import Episode, EpisodeConfig, Opening, Turn, message
-from .release_eval import crop_outcome, release_turn
+from ..video.qwen_frames import release_crop, release_rl_overview
+from .base import EpisodeConfig, Opening, Turn, message
+from .release_eval import ReleaseDialogue, crop_outcome, release_turn
 
 
 def rl_opening_messages(sample: VideoQASample) -> list[dict[str, Any]]:
@@ -53,10 +53,9 @@ def rl_opening_messages(sample: VideoQASample) -> list[dict[str, Any]]:
     return out
 
 
-class ReleaseRLEpisode(Episode):
+class ReleaseRLEpisode(ReleaseDialogue):
     """The released RL workflow's dialogue: crops go to the sub-agent, one summary message per call."""
 
-    release = True
     name = "release_rl"
 
     def __init__(self, sample: VideoQASample, reader: VideoReader, config: EpisodeConfig) -> None:
@@ -65,18 +64,11 @@ class ReleaseRLEpisode(Episode):
 
     @classmethod
     def check(cls, config: EpisodeConfig) -> None:
+        super().check(config)
         if config.tool_result != "subagent":
             raise ValueError('protocol="release_rl" sends every crop to a sub-agent: it needs tool_result="subagent"')
         if config.video_channel != "image_url":
             raise ValueError('EnvConfig.video_channel="video_url" is the release eval driver\'s option (protocol="release")')
-
-    @classmethod
-    def prompt_mode_name(cls, mode: str) -> str:
-        return release_mode(mode)
-
-    @classmethod
-    def max_pixels(cls, config: EpisodeConfig) -> int:
-        return max(config.max_pixels, VIDEO_MAX_PIXELS)
 
     @classmethod
     def overview(cls, reader: VideoReader, k: int, config: EpisodeConfig) -> tuple[Frames, int]:
