@@ -77,6 +77,19 @@ def test_an_interrupt_reaches_every_running_worker_once_and_is_waited_for(tmp_pa
     assert not (tmp_path / "c.started").exists()  # the queued job never started
 
 
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (from /proc: no procps needed)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -105,7 +118,7 @@ def test_workers_stop_and_save_when_their_parent_is_killed(tmp_path, helpers, wh
     while not all((tmp_path / f"{k}.started").exists() for k in wanted):
         assert time.time() < deadline and proc.poll() is None, "workers did not start"
         time.sleep(0.01 if wanted == "a" else 0.05)
-    pids = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()]
+    pids = _children(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     deadline = time.time() + 30
