@@ -211,24 +211,28 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
     try:
         with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
             futures = [pool.submit(run_one, s) for s in todo]
-            for fut in as_completed(futures):
-                try:
+            try:
+                for fut in as_completed(futures):
                     row = fut.result()
-                except OSError as exc:
-                    for f in futures:
-                        f.cancel()
-                    reason = "the disk is full" if storage.is_disk_full(exc) else str(exc)
-                    kept = len(read_results(out / RESULTS))
-                    raise OSError(exc.errno, f"could not write {out / RESULTS} ({reason}): the evaluation stopped; "
-                                             f"its {kept} results are intact, rerun with the same --out to resume "
-                                             "from them") from exc  # fmt: skip
-                if row is None:
-                    continue
-                scores.append(row["score"])
-                errors += 1 if row["error"] else 0
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix(acc=f"{statistics.fmean(scores):.3f}", errors=errors)
+                    if row is None:
+                        continue
+                    scores.append(row["score"])
+                    errors += 1 if row["error"] else 0
+                    if bar is not None:
+                        bar.update(1)
+                        bar.set_postfix(acc=f"{statistics.fmean(scores):.3f}", errors=errors)
+            except BaseException as exc:
+                # Ctrl-C, a full disk: the samples not yet started never start, so leaving the pool waits only
+                # for the ones in flight (it would otherwise run every submitted sample first)
+                for f in futures:
+                    f.cancel()
+                if not isinstance(exc, OSError):
+                    raise
+                reason = "the disk is full" if storage.is_disk_full(exc) else str(exc)
+                kept = len(read_results(out / RESULTS))
+                raise OSError(exc.errno, f"could not write {out / RESULTS} ({reason}): the evaluation stopped; "
+                                         f"its {kept} results are intact, rerun with the same --out to resume "
+                                         "from them") from exc  # fmt: skip
     finally:
         writer.close()
         if bar is not None:

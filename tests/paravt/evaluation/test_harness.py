@@ -1,4 +1,5 @@
 import json
+import os
 import shutil
 
 import pytest
@@ -229,3 +230,42 @@ def test_fingerprint_and_diff_name_what_differs_between_two_runs(synth_small, tm
     assert "system_prompt_sha" not in report.split("## Samples")[0]  # the same prompt: not listed as a difference
     assert main(["eval", "diff", str(tmp_path / "k8"), str(tmp_path / "k8")]) == 0
     assert "The fingerprints agree." in capsys.readouterr().out
+
+
+def test_one_ctrl_c_stops_the_evaluation_after_the_samples_in_flight(synth_small, tmp_path):
+    """Every sample is submitted to the pool at once; an interrupt must not wait for all of them to run."""
+    import signal
+    import threading
+    import time
+
+    _, samples = synth_small
+    samples = (list(samples) * 4)[:12]
+    samples = [VideoQASample.from_dict({**s.to_dict(), "id": f"{s.id}-{i}"}) for i, s in enumerate(samples)]
+
+    class Slow:
+        def __init__(self):
+            self.agent = make_baseline("detector")
+
+        def reset(self, *a, **k):
+            return self.agent.reset(*a, **k)
+
+        def act(self, obs):
+            time.sleep(0.4)
+            return self.agent.act(obs)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's process has it
+    timer = threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    try:
+        t0 = time.perf_counter()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            evaluate(samples, Slow, tmp_path / "ev", EnvConfig(frame_budget=8), concurrency=2, progress=False)
+        stopped = time.perf_counter() - t0
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    kept = read_results(tmp_path / "ev" / "results.jsonl")
+    assert 0 < len(kept) < len(samples) - 4, len(kept)  # the queued samples never ran
+    assert stopped < 1.5 + 3 * 0.4 * 3 + 5  # at most the two samples in flight after the signal
+    again = evaluate(samples, lambda: make_baseline("detector"), tmp_path / "ev", EnvConfig(frame_budget=8), progress=False)
+    assert again["n"] == len(samples)  # and the same --out resumes from what was kept
