@@ -13,7 +13,6 @@ from paravt.learners.config import TrainConfig
 from paravt_env import EnvConfig, load_samples
 from paravt_env.paths import cache_dir
 from paravt_env.protocol import THINK_PREFIX
-from paravt_env.tools import PENDING_SUBAGENT
 
 
 def synth_dir(synth) -> Path:
@@ -88,9 +87,9 @@ def env_config(cfg: TrainConfig) -> EnvConfig:
     """The rollouts' env: the recipe's ``env`` section with what the algorithm table sets (gating, reward, think
     prefix) and the run's seed. The launcher of every engine builds its env from this too."""
     algo = cfg.settings()
-    subagent = cfg.env.subagent if cfg.env.tool_result == "subagent" else None
+    # in sub-agent mode the recipe's sub-agent is PENDING_SUBAGENT: the rollouts attach the policy itself
     return dataclasses.replace(
         cfg.env, nframes_gating=algo.nframes_gating, gating_choices=cfg.para.gating_choices, seed=cfg.seed,
-        reward=algo.reward, subagent=subagent or (PENDING_SUBAGENT if cfg.env.tool_result == "subagent" else None),
+        reward=algo.reward, subagent=cfg.env.subagent if cfg.env.tool_result == "subagent" else None,
         response_prefix=THINK_PREFIX if algo.think_prefix else "",  # the reward scores generated text only
     )  # fmt: skip
