@@ -15,7 +15,7 @@ import sys
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "synth": ("paravt.cli.synth", "generate synthetic needle-in-a-haystack long videos with questions"),
     "train": ("paravt.cli.train", "train a policy on the env (SFT cold start + GRPO / PARA-GRPO) from a recipe"),
-    "export": ("paravt.cli.export", "export a dataset for another trainer (openrlhf)"),
+    "export": ("paravt.cli.export", "export a dataset for another engine (openrlhf, verl), played as a recipe trains it"),
     "eval": ("paravt.cli.eval", "evaluate a policy on a dataset (resumable), or compare runs"),
     "tiny-model": ("paravt.cli.tiny_model", "build a tiny random-weight Qwen-VL checkpoint locally (tests, CPU default)"),
     "serve": ("paravt.cli.serve", "serve a local checkpoint over OpenAI-compatible and sglang-style HTTP (CPU dev server)"),

@@ -1,4 +1,12 @@
-"""``paravt export openrlhf``: a dataset as OpenRLHF prompt rows (question + the sample as JSON label)."""
+"""``paravt export openrlhf|verl``: a dataset, played as a recipe trains it, in the layout another engine reads.
+
+    paravt export openrlhf --recipe paragrpo_qwen3vl_8b --data DIR --out prompts.jsonl
+    paravt export verl --recipe paragrpo_qwen3vl_8b --data DIR --out runs/verl   (train.parquet + paravt_verl.yaml)
+
+The recipe decides the env every rollout plays (nFrames Gating, tool mode, think prefix, reward): it travels with
+the data (OpenRLHF: each row's label; verl: the agent-loop config), and the engine's lengths and image limits
+are sized from it.
+"""
 
 from __future__ import annotations
 
@@ -9,17 +17,37 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
     which = p.add_subparsers(dest="target", metavar="TARGET", required=True)
     o = which.add_parser("openrlhf", help="JSONL rows for openrlhf.cli.train_ppo_ray (--data.input_key prompt --data.label_key label)")
-    o.add_argument("--data", required=True, help="samples file or directory (anything load_samples reads)")
-    o.add_argument("--video-root", default=None)
-    o.add_argument("--out", required=True, help="output JSONL")
-    o.set_defaults(func=run)
+    v = which.add_parser("verl", help="a parquet for verl's RLHFDataset, the agent-loop config and the length settings")
+    for q, out_help in ((o, "output JSONL"), (v, "output directory (train.parquet, agent_loops.yaml, paravt_verl.yaml)")):
+        q.add_argument("--recipe", required=True, metavar="NAME|YAML",
+                       help="the recipe whose env the rollouts play (e.g. paragrpo_qwen3vl_8b)")
+        q.add_argument("--data", required=True, help="samples file or directory (anything load_samples reads)")
+        q.add_argument("--video-root", default=None)
+        q.add_argument("--out", required=True, help=out_help)
+        q.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides, e.g. env.frame_budget=16")
+        q.set_defaults(func=run)
+    v.add_argument("--env-url", default=None,
+                   help="a `paravt serve-env` every rollout worker reaches (default: the samples file, read by each worker)")
+    v.add_argument("--split", default="train", help="the parquet's name (train.parquet, val.parquet, ...)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from paravt.learners.adapters.openrlhf.launcher import export_prompts
+    from paravt.learners.config import load_recipe
     from paravt_env import load_samples
 
+    cfg = load_recipe(args.recipe, args.overrides)
     samples = load_samples(args.data, video_root=args.video_root)
-    path = export_prompts(samples, args.out)
-    print(f"wrote {len(samples)} prompts to {path}")
+    if not samples:
+        raise ValueError(f"{args.data}: no samples to export")
+    if args.target == "openrlhf":
+        from paravt.learners.adapters.openrlhf.launcher import export_prompts
+
+        path = export_prompts(samples, args.out, cfg)
+        print(f"wrote {len(samples)} prompts to {path} (labels carry {args.recipe}'s env)")
+        return 0
+    from paravt.learners.adapters.verl.export import export_verl
+
+    written = export_verl(cfg, samples, args.out, data=args.data, env_url=args.env_url, split=args.split)
+    for kind, path in written.items():
+        print(f"{kind}: {path}")
     return 0

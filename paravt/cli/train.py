@@ -16,6 +16,8 @@ def add_parser(sub, name: str, help_text: str) -> None:
                    help="with --resume: continue under settings that differ from RUN/config.json")
     p.add_argument("--backend", choices=("local", "openrlhf"), default="local")
     p.add_argument("--dry-run", action="store_true", help="openrlhf backend: print the command, do not run it")
+    p.add_argument("--gpus", type=int, default=8, help="openrlhf backend: GPUs of the node (actor, reference and "
+                   "one vLLM engine each, colocated; default 8, the release's)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides, e.g. grpo.kl_coef=0")
     p.set_defaults(func=run)
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         if args.steps is not None:
             raise ValueError("--steps applies to the local backend; OpenRLHF runs take train.num_episodes")
         # A dry run reads no data and writes nothing: it prints what a real run would execute.
-        return launch(cfg, None if args.dry_run else resolve_data(cfg), args.out, dry_run=args.dry_run)
+        return launch(cfg, None if args.dry_run else resolve_data(cfg), args.out, dry_run=args.dry_run, gpus=args.gpus)
     from pathlib import Path
 
     from paravt.learners.run_setup import write_heldout

@@ -44,7 +44,13 @@ def load_tokenizer_and_image_processor(path: str | Path) -> tuple[Any, Any]:
         processor = AutoProcessor.from_pretrained(path)
         return processor.tokenizer, processor.image_processor
     except (ImportError, AttributeError, ValueError, OSError):
-        pass  # no torchvision here: build the two parts we need from the checkpoint's files
+        return tokenizer_and_pil_image_processor(path)  # no torchvision here
+
+
+def tokenizer_and_pil_image_processor(path: str | Path) -> tuple[Any, Any]:
+    """The checkpoint's tokenizer and its Qwen-VL image processor (the PIL one), built from its files without
+    ``AutoProcessor`` (whose video processor needs torchvision)."""
+    from transformers import AutoTokenizer
     from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 
     path = Path(path)

@@ -25,12 +25,13 @@ def run_local_episode(
     **options: Any,
 ) -> dict[str, Any]:
     """Play one episode through ``AgentExecutor`` with the checkpoint in ``model_dir`` (loaded on ``device`` in
-    ``dtype``); ``options`` are ``EnvConfig`` fields (plus ``epoch``). ``engine``: an engine, or a callable that
-    makes one from the policy (default ``LocalEngine``). Returns the executor's result dict."""
+    ``dtype``); ``options`` are ``EnvConfig`` fields (plus ``epoch``), carried in the label as OpenRLHF carries
+    them. ``engine``: an engine, or a callable that makes one from the policy (default ``LocalEngine``). Returns
+    the executor's result dict."""
     import asyncio
-    import json
 
     from paravt.learners.adapters.openrlhf.agent_func import AgentExecutor
+    from paravt.learners.adapters.openrlhf.label import make_label
     from paravt.learners.adapters.openrlhf.local_engine import LocalEngine, ProcessorAdapter, SamplingParams
     from paravt.learners.policies.hf import HFPolicy
     from paravt_env import VideoQASample
@@ -38,11 +39,9 @@ def run_local_episode(
     policy = HFPolicy.from_pretrained(model_dir, device=device, dtype=dtype, temperature=temperature,
                                       max_new_tokens=max_new_tokens)  # fmt: skip
     processor = ProcessorAdapter(policy.tokenizer, policy.image_processor, policy.pixel_kwargs)
-    if isinstance(sample, VideoQASample):
-        sample = sample.to_dict()
-    executor = AgentExecutor(options)
+    epoch = int(options.pop("epoch", 0))
+    label = make_label(sample if isinstance(sample, VideoQASample) else VideoQASample.from_dict(sample), options, epoch)
+    executor = AgentExecutor()
     params = SamplingParams(temperature=temperature, max_tokens=max_new_tokens, logprobs=1)
     engine = engine(policy) if callable(engine) else (engine or LocalEngine(policy))
-    return asyncio.run(
-        executor.execute("", json.dumps(sample), params, max_length, processor, engine)
-    )
+    return asyncio.run(executor.execute("", label, params, max_length, processor, engine))

@@ -19,8 +19,14 @@ sub-agent generations, so this executor drives ``VideoToolEnv`` itself:
    outside the action ranges, and left out of what the reward scores, as in the local learner and the
    release.
 
-Options come from the environment variable ``PARAVT_ENV_OPTIONS`` (JSON of ``EnvConfig`` fields plus
-``epoch``), set by ``paravt train --backend openrlhf``.
+The env's options come with each prompt, in its label (``label.py``: the sample, the recipe's ``EnvConfig``
+and the epoch, written by ``paravt export openrlhf --recipe``): OpenRLHF instantiates this class with no
+arguments inside a Ray actor that has none of the driver's environment.
+
+Nothing is cut inside a tool response: OpenRLHF cuts every trajectory at ``max_length`` (``--data.max_len``),
+which would keep a response's images but only part of their pads. A tool response that would not fit (with a
+token left for the next turn) is not committed; the episode ends there, unanswered, as truncated (verl's own
+``ToolAgentLoop`` does the same), and ``extra_logs["dropped_tool_responses"]`` counts it.
 
 Token-granularity anchoring is local-only: OpenRLHF takes one scalar reward per sample and has no per-token
 reward hook, and adding one means subclassing its experience maker across versions.
@@ -29,8 +35,6 @@ reward hook, and adding one means subclassing its experience maker across versio
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 from copy import deepcopy
 from typing import Any
 
@@ -38,9 +42,10 @@ from PIL import Image
 
 from openrlhf.utils.agent import AgentExecutorBase
 from openrlhf.utils.vlm_utils import accumulate_mm_inputs, process_prompt_with_images
+from paravt.learners.adapters.openrlhf.label import read_label
 from paravt.learners.policies.agent import cut_summary
 from paravt.learners.policies.vision_inputs import inline_images
-from paravt_env import EnvConfig, VideoQASample, VideoToolEnv
+from paravt_env import EnvConfig, VideoToolEnv
 from paravt_env.messages import Message, observation_messages
 from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT
 
@@ -54,20 +59,9 @@ def chat_turns(messages: list[Message]) -> str:
     return "".join(f"<|im_start|>{m.role}\n{inline_images(m.text)}<|im_end|>\n" for m in messages)
 
 
-def env_options() -> dict[str, Any]:
-    raw = os.environ.get("PARAVT_ENV_OPTIONS", "")
-    return json.loads(raw) if raw else {}
-
-
 class AgentExecutor(AgentExecutorBase):
-    """One ParaVT episode per call, in the OpenRLHF agent-executor contract."""
-
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
-        self.options = dict(env_options() if options is None else options)
-        self.epoch = int(self.options.pop("epoch", 0))
-        # The forced opening of every assistant turn (PARA-GRPO: "<think>\n"): prompt tokens here, and the
-        # env's reward scores only the text after it.
-        self.prefix = str(self.options.get("response_prefix", ""))
+    """One ParaVT episode per call, in the OpenRLHF agent-executor contract (instantiated with no arguments,
+    as OpenRLHF's ``_load_agent_executor`` does: everything an episode needs is in its label)."""
 
     async def _generate(self, llm_engine, tokens, images, sampling_params, max_tokens):
         params = deepcopy(sampling_params)
@@ -77,7 +71,7 @@ class AgentExecutor(AgentExecutorBase):
 
     async def execute(self, prompt, label, sampling_params, max_length: int, hf_tokenizer, llm_engine, images=None):
         loop = asyncio.get_running_loop()
-        sample = VideoQASample.from_dict(json.loads(label) if isinstance(label, str) else dict(label))
+        sample, options, epoch = read_label(label)
         per_turn = int(getattr(sampling_params, "max_tokens", None) or 1024)
 
         def subagent(request):  # runs in the env's crop threads; the generation runs on the event loop
@@ -90,33 +84,37 @@ class AgentExecutor(AgentExecutorBase):
             reply = asyncio.run_coroutine_threadsafe(coro, loop).result().text
             return cut_summary(reply, getattr(hf_tokenizer, "tokenizer", hf_tokenizer)) if release else reply
 
-        cfg = EnvConfig.from_kwargs(**{**self.options, **({"subagent": subagent} if self.options.get("tool_result") == "subagent" else {})})
+        cfg = EnvConfig.from_kwargs(**{**options, **({"subagent": subagent} if options.get("tool_result") == "subagent" else {})})
         env = VideoToolEnv([sample], cfg)
         try:
-            return await self._play(env, sample, prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, per_turn)
+            return await self._play(env, sample, epoch, prompt, label, sampling_params, max_length, hf_tokenizer,
+                                     llm_engine, per_turn)  # fmt: skip
         finally:
             env.close()
 
-    async def _play(self, env, sample, prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, per_turn):
-        obs, info = await asyncio.to_thread(env.reset, options={"sample": sample, "epoch": self.epoch})
-        first = f"{chat_turns(observation_messages(obs, info))}<|im_start|>assistant\n{self.prefix}"
+    async def _play(self, env, sample, epoch, prompt, label, sampling_params, max_length, hf_tokenizer, llm_engine, per_turn):
+        # The forced opening of every assistant turn (PARA-GRPO: "<think>\n"): prompt tokens here, and the env's
+        # reward scores only the text after it.
+        prefix = env.config.response_prefix
+        obs, info = await asyncio.to_thread(env.reset, options={"sample": sample, "epoch": epoch})
+        first = f"{chat_turns(observation_messages(obs, info))}<|im_start|>assistant\n{prefix}"
         tokens, mm, pil = process_prompt_with_images(hf_tokenizer, first, _pil(obs["frames"]))
+        if len(tokens) >= max_length:
+            raise ValueError(f"sample {sample.id}: its prompt ({len(tokens)} tokens, {len(pil)} frames) leaves no room "
+                             f"under max_length {max_length}: raise --data.max_len (paravt's launcher sizes it from the recipe)")  # fmt: skip
         logprobs = [0.0] * len(tokens)
-        action_ranges, truncated, reward, breakdown, calls = [], False, 0.0, {}, 0
+        action_ranges, truncated, reward, breakdown, calls, dropped = [], False, 0.0, {}, 0, 0
         end_of_turn = hf_tokenizer.tokenizer.encode("<|im_end|>\n", add_special_tokens=False) if hasattr(
             hf_tokenizer, "tokenizer") else []  # fmt: skip
         done = False
         while not done:
-            budget = min(per_turn, max_length - len(tokens))
-            if budget <= 0:
-                truncated = True
-                break
+            budget = min(per_turn, max_length - len(tokens))  # >= 1: the prompt and every committed response leave one
             out = await self._generate(llm_engine, tokens, pil, sampling_params, budget)
             start = len(tokens)
             tokens = tokens + list(out.token_ids)
             action_ranges.append((start, len(tokens)))
             logprobs += [next(iter(d.values())).logprob for d in (out.logprobs or [])] or [0.0] * len(out.token_ids)
-            obs, reward, term, trunc, info = await asyncio.to_thread(env.step, self.prefix + out.text)
+            obs, reward, term, trunc, info = await asyncio.to_thread(env.step, prefix + out.text)
             calls += info["tool_calls"]["executed"]
             done = term or trunc
             if done:
@@ -125,9 +123,14 @@ class AgentExecutor(AgentExecutorBase):
                 break
             closing = end_of_turn if out.finish_reason == "length" else []
             feedback = "\n" if not closing else ""
-            text = f"{feedback}{chat_turns(observation_messages(obs, info))}<|im_start|>assistant\n{self.prefix}"
+            text = f"{feedback}{chat_turns(observation_messages(obs, info))}<|im_start|>assistant\n{prefix}"
             new_tokens, new_mm, new_pil = process_prompt_with_images(hf_tokenizer, text, _pil(obs["frames"]))
             new_tokens = closing + new_tokens
+            if len(tokens) + len(new_tokens) >= max_length:  # it would be cut, pads and all: not committed
+                dropped, truncated = 1, True
+                obs, reward, term, trunc, info = await asyncio.to_thread(env.step, "")  # the episode ends unanswered
+                breakdown = info["reward_breakdown"]
+                break
             tokens = tokens + new_tokens
             logprobs += [0.0] * len(new_tokens)
             mm = accumulate_mm_inputs(mm, new_mm)
@@ -139,5 +142,6 @@ class AgentExecutor(AgentExecutorBase):
             "truncated": truncated,
             "extra_logs": {"accuracy": breakdown.get("accuracy", 0.0), "format": breakdown.get("format", 0.0),
                            "tool": breakdown.get("tool", 0.0), "f_tau": breakdown.get("format", 0.0),
-                           "kappa": float(calls), "K": float(info.get("frame_budget", env.frame_budget))},
+                           "kappa": float(calls), "K": float(info.get("frame_budget", env.frame_budget)),
+                           "dropped_tool_responses": float(dropped)},
         }  # fmt: skip

@@ -28,28 +28,35 @@ def _images_only(base: type) -> type:
             ProcessorMixin.__init__(self, image_processor, tokenizer, chat_template=chat_template)
             self.video_processor = None
 
-    QwenVLImagesProcessor.__name__ = QwenVLImagesProcessor.__qualname__ = f"{base.__name__}Images"
+    # The base's name: engines pick model-specific code by processor class name (verl's hf_processor binds
+    # Qwen3VLModel.get_rope_index, the M-RoPE positions, only to a class named "Qwen3VLProcessor").
+    QwenVLImagesProcessor.__name__ = QwenVLImagesProcessor.__qualname__ = base.__name__
     return QwenVLImagesProcessor
+
+
+def images_only_processor(path: str | Path) -> Any:
+    """The checkpoint's Qwen-VL processor without its video part (no torchvision needed)."""
+    import json
+
+    from transformers import Qwen2_5_VLProcessor, Qwen3VLProcessor
+
+    from paravt.learners.policies.vision_inputs import tokenizer_and_pil_image_processor
+
+    tokenizer, image_processor = tokenizer_and_pil_image_processor(path)
+    model_type = json.loads((Path(path) / "config.json").read_text()).get("model_type", "")
+    base = Qwen3VLProcessor if model_type.startswith("qwen3") else Qwen2_5_VLProcessor
+    return _images_only(base)(image_processor, tokenizer, chat_template=tokenizer.chat_template)
 
 
 def load_processor(path: str | Path, chat_template: str | None = None) -> Any:
     """The checkpoint's processor (``AutoProcessor``), or its image-only form where torchvision is missing;
     ``chat_template`` replaces the checkpoint's (a tiny test model carries a minimal one)."""
-    import json
-
-    from paravt.learners.policies.vision_inputs import load_tokenizer_and_image_processor
-
     try:
         from transformers import AutoProcessor
 
         processor = AutoProcessor.from_pretrained(path)
     except (ImportError, AttributeError, ValueError, OSError):
-        from transformers import Qwen2_5_VLProcessor, Qwen3VLProcessor
-
-        tokenizer, image_processor = load_tokenizer_and_image_processor(path)
-        model_type = json.loads((Path(path) / "config.json").read_text()).get("model_type", "")
-        base = Qwen3VLProcessor if model_type.startswith("qwen3") else Qwen2_5_VLProcessor
-        processor = _images_only(base)(image_processor, tokenizer, chat_template=tokenizer.chat_template)
+        processor = images_only_processor(path)
     if chat_template is not None:
         processor.chat_template = chat_template
         processor.tokenizer.chat_template = chat_template

@@ -11,7 +11,10 @@ tokens, rollout log-probs, the images, a reward). ``ParaVTAgentLoop`` plays one 
    give the whole turn to ``env.step``: the turn's crops run in parallel in the env;
 3. append the env's feedback (its ``<tool_response>`` blocks with the crop frames) as a user message, its
    tokens masked 0, and go on until the env ends the episode (answer, no call, last turn) or the response
-   budget (``rollout.response_length``) is spent;
+   budget (``rollout.response_length``) is spent. A tool response is committed only if it fits, images and all
+   (with a token left for the next turn): otherwise the episode ends there, unanswered, as verl's own
+   ``ToolAgentLoop`` ends it, and ``extra_fields["dropped_tool_responses"]`` counts it. Each generation asks for
+   at most the tokens left (``max_tokens``), so nothing is cut afterwards;
 4. return the trajectory with ``reward_score`` = the env's reward and the breakdown in ``extra_fields``.
 
 The env is a ``VideoToolEnv`` (``data``: a samples file in reach of every rollout worker) or, the usual case
@@ -31,14 +34,17 @@ import time
 from typing import Any
 from uuid import uuid4
 
+from paravt.learners.adapters.trl.environment import content_blocks  # the conversion the TRL adapter uses
 from paravt_env.messages import observation_messages
+from omegaconf import DictConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 RESET_KEYS = ("index", "sample_id", "epoch", "frame_budget")
 
 
-def make_env(env_url: str | None, data: str | None, options: dict[str, Any]) -> Any:
-    """A ``RemoteVideoToolEnv`` of ``env_url``, else a ``VideoToolEnv`` of ``data``."""
+def make_env(env_url: str | None, data: str | None, options: dict[str, Any], subagent: Any = None) -> Any:
+    """A ``RemoteVideoToolEnv`` of ``env_url``, else a ``VideoToolEnv`` of ``data`` (``subagent``: the
+    sub-agent it calls in ``tool_result: subagent`` mode)."""
     if (env_url is None) == (data is None):
         raise ValueError("ParaVTAgentLoop needs exactly one of env_url (a paravt serve-env) or data (a samples file)")
     if env_url is not None:
@@ -47,14 +53,14 @@ def make_env(env_url: str | None, data: str | None, options: dict[str, Any]) -> 
         return RemoteVideoToolEnv(env_url, **options)
     from paravt_env import VideoToolEnv
 
+    if options.get("tool_result") == "subagent":
+        options = {**options, "subagent": subagent}
     return VideoToolEnv(data, **options)
 
 
 def chat_messages(obs: dict[str, Any], info: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
     """The env's messages (``paravt_env.messages``) as chat messages (text and image parts in order) and
     their images (PIL), in order."""
-    from paravt.learners.adapters.trl.environment import content_blocks  # the conversion the TRL adapter uses
-
     messages = [{"role": m.role, "content": content_blocks(m.text, m.images) if m.images or m.as_parts else m.text}
                 for m in observation_messages(obs, info)]  # fmt: skip
     return messages, [b["image"] for m in messages if isinstance(m["content"], list) for b in m["content"] if b["type"] == "image"]
@@ -74,18 +80,54 @@ class ParaVTAgentLoop(AgentLoopBase):
                  env_options: dict[str, Any] | None = None, tools: Any = None, **kwargs: Any) -> None:  # fmt: skip
         super().__init__(*args, **kwargs)
         self.env_url, self.data = env_url, data
-        self.env_options = dict(env_options or {})
+        # hydra hands the agent-loop config's mapping over as a DictConfig: plain JSON types for the env
+        self.env_options = OmegaConf.to_container(env_options, resolve=True) if isinstance(env_options, DictConfig) else dict(env_options or {})
         self.prompt_length = self.rollout_config.prompt_length
         self.response_length = self.rollout_config.response_length
 
     async def _env_call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(fn, *args, **kwargs)  # env calls decode video: off the event loop
 
+    def _subagent(self, loop: asyncio.AbstractEventLoop, sampling_params: dict[str, Any]):
+        """The sub-agent of ``tool_result: subagent``: each crop's frames go to verl's server, the same weights
+        (ParaVT's weight sharing), from the env's crop threads, concurrently; its tokens are not trained (the
+        main agent's trajectory carries only its summary, as in the local trainer and the OpenRLHF executor).
+        The release's sub-agent is cut at 512 tokens of the policy's tokenizer."""
+        import threading
+
+        from paravt.learners.policies.agent import cut_summary
+        from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT
+
+        lock = threading.Lock()  # the crop threads share one tokenizer and processor: one render at a time
+
+        def subagent(request: Any) -> str:
+            release = request.release_style
+            messages = [] if release else [{"role": "system", "content": SUBAGENT_SYSTEM_PROMPT}]
+            blocks = content_blocks(request.user_text(), request.frames.images)
+            messages.append({"role": "user", "content": blocks})
+            pil = [b["image"] for b in blocks if b["type"] == "image"]
+            with lock:
+                ids = self.continuous_token_builder.build_initial_tokens(messages, images=pil or None)
+            params = {**sampling_params, "max_tokens": 1024 if release else 256}
+            coro = self.server_manager.generate(request_id=uuid4().hex, prompt_ids=ids, sampling_params=params,
+                                                image_data=pil or None)  # fmt: skip
+            token_ids = asyncio.run_coroutine_threadsafe(coro, loop).result().token_ids
+            with lock:
+                reply = self.tokenizer.decode(token_ids, skip_special_tokens=True)
+                return cut_summary(reply, self.tokenizer) if release else reply
+
+        return subagent
+
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         extra = dict(kwargs.get("extra_info") or {})
         options = {k: extra[k] for k in RESET_KEYS if extra.get(k) is not None}
         metrics = {"generate_sequences": 0.0, "tool_calls": 0.0}
-        env = await self._env_call(make_env, self.env_url, self.data, self.env_options)
+        # PARA-GRPO's forced "<think>\n": prompt tokens at the head of every assistant turn (mask 0), and the env
+        # scores only what follows it (as the local trainer and the OpenRLHF executor do).
+        prefix = str(self.env_options.get("response_prefix") or "")
+        prefix_ids = self.tokenizer.encode(prefix, add_special_tokens=False) if prefix else []
+        env = await self._env_call(make_env, self.env_url, self.data, self.env_options,
+                                   self._subagent(asyncio.get_running_loop(), sampling_params))  # fmt: skip
         try:
             if "sample_id" in options and not hasattr(env, "url"):  # in process: by index
                 ids = [s.id for s in env.samples]
@@ -93,25 +135,35 @@ class ParaVTAgentLoop(AgentLoopBase):
             obs, info = await self._env_call(env.reset, seed=extra.get("seed"), options=options)
             messages, images = chat_messages(obs, info)
             self._assert_mm_supported(bool(images))
+            # verl refuses a multimodal prompt longer than rollout.prompt_length (its pads must stay whole)
             runtime = await self.ct_build_initial_tokens(messages, images=images or None, mm_inputs_out={})
+            runtime = runtime + prefix_ids
+            if len(runtime) > self.prompt_length:
+                raise ValueError(f"the prompt with its think prefix is {len(runtime)} tokens, above "
+                                 f"rollout.prompt_length={self.prompt_length}: raise data.max_prompt_length "
+                                 "(paravt export verl sizes it from the recipe)")  # fmt: skip
             prompt_len = len(runtime)
             mask: list[int] = []
             logprobs: list[float] | None = None
             request_id = uuid4().hex
-            turns, reward, done, final = 0, 0.0, False, {}
+            turns, reward, done, final, dropped = 0, 0.0, False, {}, 0
             while not done:
+                room = self.response_length - len(mask)  # >= 1: every committed response leaves one token
+                params = {**sampling_params, "max_tokens": room}
                 t0 = time.perf_counter()
                 out = await self.server_manager.generate(request_id=request_id, prompt_ids=runtime,
-                                                         sampling_params=sampling_params, image_data=images or None)  # fmt: skip
+                                                         sampling_params=params, image_data=images or None)  # fmt: skip
                 metrics["generate_sequences"] += time.perf_counter() - t0
-                if logprobs is None and out.log_probs:  # a server that reports log-probs: one per response token
+                token_ids = list(out.token_ids)[:room]  # a server that ignored max_tokens: cut here, text only
+                out_logprobs = list(out.log_probs)[:room] if out.log_probs else None
+                if logprobs is None and out_logprobs:  # a server that reports log-probs: one per response token
                     logprobs = [0.0] * len(mask)
                 merged, mask, logprobs = await self.ct_merge_assistant_token(
-                    runtime, out.token_ids, mask, logprobs, assistant_logprobs=out.log_probs or None
+                    runtime, token_ids, mask, logprobs, assistant_logprobs=out_logprobs
                 )
                 runtime = merged.token_ids
                 turns += 1
-                text = self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
+                text = prefix + self.tokenizer.decode(token_ids, skip_special_tokens=True)
                 t0 = time.perf_counter()
                 obs, reward, terminated, truncated, final = await self._env_call(env.step, text)
                 metrics["tool_calls"] += time.perf_counter() - t0
@@ -122,14 +174,20 @@ class ParaVTAgentLoop(AgentLoopBase):
                     obs, reward, terminated, truncated, final = await self._env_call(env.step, "")
                     break
                 feedback, new_images = chat_messages(obs, final)
-                previous = list(messages)
-                messages += feedback
-                merged, mask, logprobs = await self.ct_merge_context_msg(previous, messages, runtime, mask, logprobs)
-                runtime = merged.token_ids
-                images.extend(new_images)
-                if len(mask) >= self.response_length:
+                merged, new_mask, new_logprobs = await self.ct_merge_context_msg(
+                    list(messages), messages + feedback, runtime, mask, logprobs
+                )
+                if len(new_mask) + len(prefix_ids) >= self.response_length:
+                    # verl would cut the response inside this tool response: its images would stay, part of their
+                    # pads would not. Not committed; the episode ends unanswered, as verl's ToolAgentLoop ends it.
+                    dropped = 1
                     obs, reward, terminated, truncated, final = await self._env_call(env.step, "")
                     break
+                messages += feedback
+                runtime, mask, logprobs = merged.token_ids + prefix_ids, new_mask + [0] * len(prefix_ids), new_logprobs
+                if logprobs is not None:
+                    logprobs = logprobs + [0.0] * len(prefix_ids)
+                images.extend(new_images)
         finally:
             await self._env_call(env.close)
         response = runtime[prompt_len:]
@@ -143,5 +201,6 @@ class ParaVTAgentLoop(AgentLoopBase):
             num_turns=2 * turns,
             metrics=AgentLoopMetrics(**metrics),
             extra_fields={"reward_breakdown": final.get("reward_breakdown", {}), "prediction": final.get("prediction"),
-                          "frame_budget": info.get("frame_budget"), "executed_tool_calls": final.get("executed_tool_calls", 0)},  # fmt: skip
+                          "frame_budget": info.get("frame_budget"), "executed_tool_calls": final.get("executed_tool_calls", 0),
+                          "dropped_tool_responses": dropped},  # fmt: skip
         )

@@ -4,25 +4,40 @@ import shlex
 import pytest
 
 from paravt.cli import main
-from paravt.learners.adapters.openrlhf.launcher import (
-    env_options,
-    export_prompts,
-    max_images,
-    openrlhf_command,
-)
+from paravt.learners.adapters.openrlhf.label import make_label, read_label
+from paravt.learners.adapters.openrlhf.launcher import AGENT_FUNC, export_prompts, max_images, openrlhf_command
+from paravt.learners.adapters.recipe_env import env_options
 from paravt.learners.config import load_recipe
-from paravt_env import EnvConfig, RewardConfig, VideoQASample
+from paravt_env import EnvConfig, RewardConfig, gated_frame_budget
 
 
-def test_export_rows_carry_the_whole_sample(synth_small, tmp_path, capsys):
+def test_export_rows_carry_the_sample_and_the_recipes_env(synth_small, tmp_path, capsys):
     data, samples = synth_small
-    assert main(["export", "openrlhf", "--data", str(data), "--out", str(tmp_path / "p.jsonl")]) == 0
+    assert main(["export", "openrlhf", "--recipe", "paragrpo_qwen3vl_8b", "--data", str(data),
+                 "--out", str(tmp_path / "p.jsonl")]) == 0  # fmt: skip
     rows = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
     assert len(rows) == len(samples)
+    want = env_options(load_recipe("paragrpo_qwen3vl_8b"), "openrlhf")
     for row, s in zip(rows, samples, strict=True):
-        assert VideoQASample.from_dict(json.loads(row["label"])) == s
+        sample, options, epoch = read_label(row["label"])
+        assert sample == s and options == want and epoch == 0
         assert row["prompt"] == s.question_with_options()
-    assert export_prompts(samples[:1], tmp_path / "one.jsonl").read_text().count("\n") == 1
+    # the PARA-GRPO recipe's env: gating, sub-agents, the think prefix, the released reward
+    assert want["nframes_gating"] and want["tool_result"] == "subagent" and want["response_prefix"] == "<think>\n"
+    assert EnvConfig.from_kwargs(**{**want, "tool_result": "frames"}).reward == RewardConfig.paravt()
+    cfg = load_recipe("tiny_cpu")
+    assert export_prompts(samples[:1], tmp_path / "one.jsonl", cfg).read_text().count("\n") == 1
+
+
+def test_a_label_without_its_env_is_refused_not_defaulted(synth_small):
+    _, samples = synth_small
+    with pytest.raises(ValueError, match="paravt export openrlhf --recipe"):
+        read_label(samples[0].to_json())  # an old export: the sample alone
+    with pytest.raises(ValueError, match="JSON"):
+        read_label("{not json")
+    with pytest.raises(ValueError, match="'env' must be an object"):
+        read_label(json.dumps({"sample": samples[0].to_dict(), "env": 3}))
+    assert read_label(make_label(samples[0], {"frame_budget": 4}, 2))[1:] == ({"frame_budget": 4}, 2)
 
 
 def test_command_maps_the_released_recipe():
@@ -48,13 +63,15 @@ def test_command_maps_the_released_recipe():
 
 
 def test_env_options_rebuild_the_env_config():
-    opts = env_options(load_recipe("paragrpo_qwen3vl_8b"))
+    opts = env_options(load_recipe("paragrpo_qwen3vl_8b"), "openrlhf")
     cfg = EnvConfig.from_kwargs(**{**opts, "tool_result": "frames"})
     assert cfg.nframes_gating and cfg.reward == RewardConfig.paravt()
-    vanilla = EnvConfig.from_kwargs(**{**env_options(load_recipe("vanilla_grpo_qwen3vl_8b")), "tool_result": "frames"})
+    vanilla = EnvConfig.from_kwargs(**{**env_options(load_recipe("vanilla_grpo_qwen3vl_8b"), "openrlhf"), "tool_result": "frames"})
     assert not vanilla.nframes_gating and vanilla.reward == RewardConfig.vanilla()
-    with pytest.raises(ValueError, match="local-only"):
-        env_options(load_recipe("paragrpo_qwen3vl_8b", ["para.anchoring=token"]))
+    for engine in ("openrlhf", "verl", "trl"):
+        with pytest.raises(ValueError, match="local-only: .*one scalar"):
+            env_options(load_recipe("paragrpo_qwen3vl_8b", ["para.anchoring=token"]), engine)
+    assert env_options(load_recipe("paragrpo_qwen3vl_8b", ["para.anchoring=token"]), "local")["nframes_gating"]
 
 
 def test_dry_run_prints_the_command(tmp_path, capsys, monkeypatch):
@@ -64,20 +81,13 @@ def test_dry_run_prints_the_command(tmp_path, capsys, monkeypatch):
     assert rc == 0
     line = capsys.readouterr().out.strip().splitlines()[-1]
     parts = shlex.split(line)
-    assert parts[0].startswith("PARAVT_ENV_OPTIONS=") and json.loads(parts[0].split("=", 1)[1])["max_turns"] == 3
-    assert "openrlhf.cli.train_ppo_ray" in parts
+    assert "PARAVT_ENV_OPTIONS" not in line  # the env travels in the labels, not the driver's environment
+    assert parts[1:3] == ["-m", "openrlhf.cli.train_ppo_ray"]
+    # complete for one node: the vLLM engines the executor runs in, as many as GPUs
+    assert parts[parts.index("--vllm.num_engines") + 1] == "8" and "--train.colocate_all" in parts
     # a dry run reads no data and writes nothing (the prompts file is written when the run is real)
     assert str(tmp_path / "run" / "openrlhf_prompts.jsonl") in parts
     assert not (tmp_path / "run").exists() and not (tmp_path / "cache").exists()
-
-
-def test_executor_reads_its_options_from_the_environment(monkeypatch):
-    pytest.importorskip("openrlhf.utils.agent")
-    from paravt.learners.adapters.openrlhf.agent_func import AgentExecutor
-
-    monkeypatch.setenv("PARAVT_ENV_OPTIONS", json.dumps({"frame_budget": 16, "epoch": 2}))
-    ex = AgentExecutor()
-    assert ex.options == {"frame_budget": 16} and ex.epoch == 2
 
 
 def test_agent_func_loads_by_file_path_like_openrlhf():

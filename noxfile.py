@@ -1,0 +1,128 @@
+"""Each engine's adapter tests in that engine's own environment, under the engine's own pins.
+
+    python -m nox -s engines            # all three, one virtualenv each (~10 min on 2 cores, first run)
+    python -m nox -s "engine(name='verl')"   # one of them; -R reuses an existing virtualenv
+
+An engine's virtualenv holds what the engine's users get: the engine with its own dependencies as its package
+declares them (transformers included, so verl runs on verl's transformers and OpenRLHF on OpenRLHF's), the CPU
+torch wheel, then this project with that engine's extra (``paravt-gym[verl]``...). Only the GPU-only parts are
+left out, each named below with the reason; everything else the engine requires is installed. The tests then run
+with ``PARAVT_ENGINE`` set: an engine test that cannot import its engine fails there instead of skipping.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.sessions = ["engines"]
+
+
+@dataclass(frozen=True)
+class Engine:
+    requirement: str
+    """The engine as its users install it."""
+    pins: tuple[str, ...] = ()
+    """What the engine's GPU extras pin besides it, kept here (verl's ``[vllm]`` / ``[sglang]`` / ``[cpu]`` extras
+    all pin transformers 5.9.0: what a verl user actually runs)."""
+    gpu_only: dict[str, str] = field(default_factory=dict)
+    """Dependencies left out (name -> why): they build or load CUDA code only."""
+    extra: str = ""
+    """This project's extra for the engine (its dependencies must co-install with the engine's)."""
+    tests: tuple[str, ...] = ()
+    expected: dict[str, str] = field(default_factory=dict)
+    """Versions the environment must end up with (checked before the tests: a resolver that moved a pin fails)."""
+
+
+ENGINES = {
+    "trl": Engine(
+        requirement="trl==1.16.0",
+        extra="trl",
+        tests=("tests/paravt/learners/adapters/trl", "tests/paravt/learners/adapters/test_parity.py"),
+        expected={"trl": "1.16.0"},
+    ),
+    "verl": Engine(
+        requirement="verl[verl-core]==0.9.1",
+        pins=("transformers==5.9.0",),
+        extra="verl",
+        tests=("tests/paravt/learners/adapters/verl", "tests/paravt/learners/adapters/test_parity.py"),
+        expected={"verl": "0.9.1", "transformers": "5.9.0"},
+    ),
+    "openrlhf": Engine(
+        requirement="openrlhf==0.11.2",
+        gpu_only={
+            "flash-attn": "CUDA kernels, compiled against a CUDA toolkit at install",
+            "deepspeed": "compiles CUDA ops at install; its ZeRO trainer is the GPU side of OpenRLHF",
+            "vllm": "the GPU rollout server (OpenRLHF's [vllm] extra); LocalEngine answers its generate contract",
+        },
+        extra="model",
+        tests=("tests/paravt/learners/adapters/openrlhf", "tests/paravt/learners/adapters/test_parity.py"),
+        expected={"openrlhf": "0.11.2", "transformers": "5.15.0", "ray": "2.55.0"},
+    ),
+}
+
+# The engine's declared requirements (no extras), by importlib.metadata in the session's own interpreter.
+LIST_REQUIREMENTS = """
+import json, re, sys
+from importlib.metadata import requires
+skip = set(json.loads(sys.argv[2]))
+out = []
+for r in requires(sys.argv[1]) or []:
+    if "extra ==" in r:
+        continue
+    name = re.match(r"[A-Za-z0-9_.\\-]+", r).group(0).lower().replace("_", "-")
+    if name not in skip:
+        out.append(r)
+print(json.dumps(out))
+"""
+
+CHECK_VERSIONS = """
+import json, sys
+from importlib.metadata import version
+wanted = json.loads(sys.argv[1])
+got = {k: version(k) for k in wanted}
+bad = {k: (got[k], v) for k, v in wanted.items() if got[k] != v}
+print("versions:", json.dumps(got))
+sys.exit(f"the environment moved the engine's pins (have, want): {bad}" if bad else 0)
+"""
+
+
+def install_engine(session: nox.Session, name: str, engine: Engine) -> None:
+    # The local CPU wheel first: a plain torch requirement would pull several GB of CUDA packages.
+    session.install("torch==2.13.0")
+    if engine.gpu_only:
+        # pip cannot leave out one dependency, so the engine goes in alone and its other requirements after it.
+        session.install("--no-deps", engine.requirement)
+        package = engine.requirement.split("[")[0].split("=")[0]
+        listed = session.run_install("python", "-c", LIST_REQUIREMENTS, package, json.dumps(sorted(engine.gpu_only)),
+                                     silent=True)  # fmt: skip
+        session.install(*json.loads(listed.strip().splitlines()[-1]), *engine.pins)
+        for dep, why in engine.gpu_only.items():
+            session.log(f"{name}: left out {dep} ({why})")
+    else:
+        session.install(engine.requirement, *engine.pins)
+    # This project with the engine's extra, resolved against what the engine installed: a range of ours that
+    # excludes the engine's pin makes pip move it, and the version check below fails.
+    session.install("-e", f".[{engine.extra},test]")
+    session.run_install("python", "-c", CHECK_VERSIONS, json.dumps(engine.expected))
+
+
+@nox.session(python=False, name="engines")
+def engines(session: nox.Session) -> None:
+    """Run every engine's session (each in its own virtualenv)."""
+    for name in ENGINES:
+        session.notify(f"engine(name='{name}')")
+
+
+@nox.session
+@nox.parametrize("name", list(ENGINES))
+def engine(session: nox.Session, name: str) -> None:
+    """One engine's adapter tests in the engine's own environment."""
+    spec = ENGINES[name]
+    install_engine(session, name, spec)
+    session.run("python", "-m", "pip", "freeze", silent=False)  # the environment the figures came from, in the log
+    session.run("python", "-m", "pytest", "-q", "-p", "no:cacheprovider", *spec.tests, *session.posargs,
+                env={"PARAVT_ENGINE": name, "OMP_NUM_THREADS": "1"})  # fmt: skip

@@ -1,0 +1,111 @@
+"""How many tokens and images a recipe's episodes can need: the numbers an engine's length settings must hold.
+
+Every engine cuts a trajectory at a length it is told (OpenRLHF ``--data.max_len``, verl
+``data.max_prompt_length`` / ``data.max_response_length``, TRL ``max_completion_length``). A cut inside a tool
+response keeps the response's images but not all of their pads, and the actor's forward fails or, worse, trains
+on misaligned vision features. The adapters therefore never commit a tool response that does not fit (the
+episode ends as truncated, as verl's own ``ToolAgentLoop`` does), and the launchers size the engine from this
+module so that a recipe's episodes fit in the first place.
+
+Upper bounds, not estimates: a frame costs ``max_pixels // (patch * merge)**2`` image pads (the Qwen-VL
+processors resize a frame to at most its pixel budget, in whole ``patch * merge`` cells) plus its text (the time
+tag, ``<|vision_start|>``, ``<|vision_end|>``); text costs at most one token per ``TEXT_BYTES_PER_TOKEN`` bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+TEXT_BYTES_PER_TOKEN = 2
+"""Bound on text compression: Qwen's 151k-token BPE takes ~4 bytes a token on English, the tiny test model's
+2k-token BPE ~2.5 (``tests/paravt/learners/adapters/test_budget.py`` checks real episodes against the bound)."""
+FRAME_TEXT_TOKENS = 24
+"""A frame's text around its pads: the time tag (``<1.5 seconds>``), ``<|vision_start|>``, ``<|vision_end|>``."""
+CALL_TEXT_TOKENS = 96
+"""One crop's ``<tool_response>`` text besides its frames (call number, window, frame count, the note)."""
+TURN_TEXT_TOKENS = 64
+"""Chat markup between turns (``<|im_end|>``, the role headers, the turns-left note, the think prefix)."""
+QUESTION_TOKENS = 512
+"""The question with its options when the samples are not at hand (a released question: < 200 tokens)."""
+SUMMARY_TOKENS = 512
+"""A sub-agent's reply as it reaches the main agent (the release cuts it at 512 tokens)."""
+
+
+def patch_merge(model_path: str | None, tiny_arch: str = "qwen3_vl") -> int:
+    """Pixels per side of one image pad: patch 16 x merge 2 for Qwen3-VL, 14 x 2 for Qwen2-VL / Qwen2.5-VL (a
+    path that does not say which counts as Qwen2.5-VL: more pads per frame, the safe side)."""
+    name = (model_path or tiny_arch).lower().replace("_", "").replace("-", "")
+    return 32 if "qwen3" in name else 28
+
+
+def frame_pads(max_pixels: int, cell: int) -> int:
+    """Image pads of one frame of at most ``max_pixels`` pixels, ``cell`` pixels per pad side."""
+    return max(1, max_pixels // (cell * cell))
+
+
+def text_tokens(text: str) -> int:
+    return math.ceil(len(text.encode("utf-8")) / TEXT_BYTES_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class TokenBudget:
+    """Upper bounds of one episode of a recipe, in tokens (images: a count)."""
+
+    pads_per_frame: int
+    """Image pads of one frame at the env's ``max_pixels``."""
+    overview_frames: int
+    """The largest overview K the episodes get (the gating choices' largest under nFrames Gating)."""
+    max_images: int
+    """Overview frames plus every crop frame that comes back to the main agent (none in sub-agent mode)."""
+    prompt: int
+    """System prompt, question and overview frames, up to the first generation prompt."""
+    turn: int
+    """One generated turn (the recipe's ``rollout.max_new_tokens``)."""
+    feedback: int
+    """One turn's tool responses as they come back (``max_parallel`` crops: frames, or sub-agent summaries),
+    with the next turn's header."""
+    response: int
+    """Everything after the prompt: ``max_turns`` turns and the feedback between them."""
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.response
+
+    def as_dict(self) -> dict[str, int]:
+        return {"pads_per_frame": self.pads_per_frame, "overview_frames": self.overview_frames,
+                "max_images": self.max_images, "prompt": self.prompt, "turn": self.turn, "feedback": self.feedback,
+                "response": self.response, "total": self.total}  # fmt: skip
+
+
+def token_budget(env: Any, *, max_new_tokens: int, cell: int, question_tokens: int = QUESTION_TOKENS,
+                 gating_choices: tuple[int, ...] = ()) -> TokenBudget:  # fmt: skip
+    """The budget of episodes of ``env`` (an ``EnvConfig``) whose turns are at most ``max_new_tokens`` long and
+    whose frames cost ``cell``-pixel pads (``patch_merge``). ``gating_choices``: the overview budgets nFrames
+    Gating draws from (empty: the env's ``frame_budget`` only)."""
+    from paravt_env.protocol import system_prompt
+
+    pads = frame_pads(env.max_pixels, cell)
+    k = max([env.frame_budget, *gating_choices])
+    per_frame = pads + FRAME_TEXT_TOKENS
+    prompt = text_tokens(system_prompt(env.prompt_mode)) + question_tokens + k * per_frame + TURN_TEXT_TOKENS
+    if env.tool_result == "subagent":
+        per_call, crop_images = SUMMARY_TOKENS + CALL_TEXT_TOKENS, 0
+    else:
+        per_call, crop_images = env.crop_max_frames * per_frame + CALL_TEXT_TOKENS, env.max_parallel * env.crop_max_frames
+    feedback = env.max_parallel * per_call + TURN_TEXT_TOKENS
+    turns = max(1, env.max_turns)
+    return TokenBudget(pads_per_frame=pads, overview_frames=k, max_images=k + crop_images * (turns - 1), prompt=prompt,
+                       turn=max_new_tokens, feedback=feedback, response=turns * max_new_tokens + (turns - 1) * feedback)  # fmt: skip
+
+
+def recipe_budget(cfg: Any, samples: list[Any] | None = None) -> TokenBudget:
+    """``token_budget`` of a ``TrainConfig``: its rollouts' env (``run_setup.env_config``), its turn length, its
+    model's pad size; with ``samples``, the longest question among them instead of ``QUESTION_TOKENS``."""
+    from paravt.learners.run_setup import env_config
+
+    env = env_config(cfg)
+    question = max((text_tokens(s.question_with_options()) for s in samples), default=QUESTION_TOKENS) if samples else QUESTION_TOKENS
+    return token_budget(env, max_new_tokens=cfg.rollout.max_new_tokens, cell=patch_merge(cfg.model.path, cfg.model.tiny_arch),
+                        question_tokens=question, gating_choices=tuple(env.gating_choices) if env.nframes_gating else ())  # fmt: skip

@@ -1,0 +1,102 @@
+"""``paravt export verl``: a recipe's rollouts in verl's own layout, sized from the recipe.
+
+Writes three files into ``OUT``:
+
+- ``train.parquet`` (``--split``): one row per sample as verl's ``RLHFDataset`` reads it: ``prompt`` (the
+  question as a chat, for verl's length filter and logs: the agent loop builds the real prompt, system prompt
+  and K overview frames, from the env), ``agent_name: paravt`` (verl's worker picks the loop by this column),
+  ``data_source``, ``reward_model`` (the answer, for verl's logs: the reward is the env's) and ``extra_info``
+  (``index`` and ``sample_id``, the env's reset keys);
+- ``agent_loops.yaml``: verl's agent-loop registry entry, ``ParaVTAgentLoop`` with the recipe's env options
+  (nFrames Gating, tool mode, think prefix, released reward) and where the samples are (the samples file, or
+  ``env_url``: a ``paravt serve-env`` every rollout worker reaches);
+- ``paravt_verl.yaml``: a Hydra config on top of verl's ``ppo_trainer`` with the lengths and the image limit
+  computed from the recipe (``budget.recipe_budget``), the group size, and the agent-loop settings. Run:
+  ``python -m verl.trainer.main_ppo --config-path OUT --config-name paravt_verl`` (GPU count, model path and
+  the rest of verl's settings as usual).
+
+Supported verl: 0.9.1, its latest release (2026-11). The agent loop uses verl's Continuous Token builder
+(``ct_build_initial_tokens`` / ``ct_merge_*``), which older releases do not have.
+
+nFrames Gating draws K from the sample id, the epoch and the seed; verl's rows carry no epoch, so a sample keeps
+its K across the epochs of one verl run (every rollout of a group shares it, as gating requires).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from paravt.learners.adapters.budget import recipe_budget
+from paravt.learners.adapters.recipe_env import env_options
+
+AGENT_LOOP = "paravt.learners.adapters.verl.agent_loop.ParaVTAgentLoop"
+SUPPORTED_VERL = ("0.9.1",)
+
+
+def verl_rows(samples: list[Any], split: str = "train") -> list[dict[str, Any]]:
+    """The parquet's rows (see the module docstring)."""
+    rows = []
+    for i, s in enumerate(samples):
+        rows.append({"data_source": "paravt", "agent_name": "paravt",
+                     "prompt": [{"role": "user", "content": s.question_with_options()}],
+                     "reward_model": {"style": "env", "ground_truth": s.answer},
+                     "extra_info": {"index": i, "sample_id": s.id, "split": split}})  # fmt: skip
+    return rows
+
+
+def trainer_config(cfg: Any, samples: list[Any], out: Path, split: str) -> dict[str, Any]:
+    """``paravt_verl.yaml``: verl's ``ppo_trainer`` with what the recipe decides."""
+    budget = recipe_budget(cfg, samples)
+    r = cfg.rollout
+    return {
+        "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
+        "defaults": ["ppo_trainer", "_self_"],
+        "data": {
+            "train_files": str(out / f"{split}.parquet"),
+            "max_prompt_length": budget.prompt,  # system prompt, question, the largest gated K of overview frames
+            "max_response_length": budget.response,  # every turn and every tool response between them
+            "train_batch_size": r.prompts_per_step,
+            "return_raw_chat": True,
+            "filter_overlong_prompts": False,  # the prompt column is the question alone; the loop checks the real one
+        },
+        "actor_rollout_ref": {
+            "model": {"path": str(cfg.model.path) if cfg.model.path else "???"},
+            "rollout": {
+                "name": "vllm", "mode": "async", "n": r.group_size, "temperature": r.temperature,
+                "calculate_log_probs": True,
+                "limit_images": budget.max_images,  # vLLM's limit_mm_per_prompt: overview + every crop frame back
+                "agent": {"agent_loop_config_path": str(out / "agent_loops.yaml"), "default_agent_loop": "paravt"},
+            },
+        },
+    }  # fmt: skip
+
+
+def export_verl(cfg: Any, samples: list[Any], out: str | Path, *, data: str | Path | None = None,
+                env_url: str | None = None, split: str = "train") -> dict[str, Path]:  # fmt: skip
+    """Write the three files (module docstring); returns their paths by kind. ``data``: the samples file the
+    rollout workers read (ignored with ``env_url``)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if (env_url is None) == (data is None):
+        raise ValueError("export_verl needs exactly one of data (a samples file every worker reads) or env_url")
+    options = env_options(cfg, "verl")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    parquet = out / f"{split}.parquet"
+    tmp = parquet.with_suffix(".parquet.tmp")
+    pq.write_table(pa.Table.from_pylist(verl_rows(samples, split)), tmp)
+    tmp.replace(parquet)
+    where = {"env_url": env_url} if env_url else {"data": str(Path(data).resolve())}
+    loops = out / "agent_loops.yaml"
+    loops.write_text(yaml.safe_dump([{"name": "paravt", "_target_": AGENT_LOOP, **where, "env_options": options}],
+                                    sort_keys=False))  # fmt: skip
+    config = out / "paravt_verl.yaml"
+    header = (f"# verl {', '.join(SUPPORTED_VERL)}: python -m verl.trainer.main_ppo --config-path {out.resolve()} "
+              "--config-name paravt_verl\n# Lengths and image limit from the recipe (paravt.learners.adapters.budget): "
+              f"{recipe_budget(cfg, samples).as_dict()}\n")  # fmt: skip
+    config.write_text(header + yaml.safe_dump(trainer_config(cfg, samples, out.resolve(), split), sort_keys=False))
+    return {"dataset": parquet, "agent loops": loops, "config": config}

@@ -1,0 +1,196 @@
+"""ParaVT trajectories through verl's own pipeline, under verl's own pins (``nox -s "engine(name='verl')"``):
+``paravt export verl`` writes the parquet and the config; verl's Hydra composes ``paravt_verl.yaml`` on its
+``ppo_trainer``; verl's ``RLHFDataset`` and ``collate_fn`` read the parquet into a ``DataProto``; a real
+``AgentLoopWorker`` (no Ray: the class the manager wraps) runs ``generate_sequences``: our loop per trajectory,
+then verl's ``_agent_loop_postprocess`` (padding, multimodal inputs, M-RoPE position ids) and ``_postprocess``
+(the batch). The batch then goes through the tiny model's forward as verl's actor feeds it, and every generated
+token's log-prob must match what the server reported: pads and features agree, positions are right.
+
+The server is the tiny Qwen3-VL behind verl's ``generate`` contract, with the main agent's turns scripted (a
+random model writes no valid call) and scored by the model. ``AutoProcessor`` needs torchvision, which has no CPU
+wheel here: it is replaced by transformers' own Qwen3-VL processor without its video part (``images_only_
+processor``); verl's ``hf_processor`` then binds ``get_rope_index`` as it does on a GPU machine.
+"""
+
+import asyncio
+
+import numpy as np
+import pytest
+from engine_env import engine_import  # tests/engine_env.py
+
+engine_import("verl", "verl.experimental.agent_loop.agent_loop")
+torch = pytest.importorskip("torch")
+
+import transformers  # noqa: E402
+from hydra import compose, initialize_config_dir  # noqa: E402
+from verl.experimental.agent_loop.agent_loop import AgentLoopWorker  # noqa: E402
+from verl.protocol import DataProto  # noqa: E402
+from verl.utils import hf_tokenizer  # noqa: E402
+from verl.utils.dataset.rl_dataset import collate_fn, get_dataset_class  # noqa: E402
+from verl.workers.rollout.replica import TokenOutput  # noqa: E402
+
+import paravt.learners.adapters.verl.agent_loop  # noqa: E402,F401  (registers "paravt")
+from paravt.cli import main  # noqa: E402
+from paravt.learners.adapters.trl.processor import images_only_processor  # noqa: E402
+from paravt.learners.config import load_recipe  # noqa: E402
+from paravt.learners.policies.hf import HFPolicy  # noqa: E402
+from paravt.learners.run_setup import env_config  # noqa: E402
+from paravt_env import VideoToolEnv  # noqa: E402
+
+# PARA-GRPO as released, at CPU size: gating over {4, 8}, frames mode, the think prefix, the released reward.
+OVERRIDES = ["env.tool_result=frames", "env.frame_budget=4", "para.gating_choices=[4,8]", "env.max_pixels=12544",
+             "env.crop_max_frames=4", "env.max_parallel=2", "rollout.group_size=2", "rollout.prompts_per_step=2",
+             "rollout.max_new_tokens=96"]  # fmt: skip
+TURNS = [  # after the forced "<think>\n"
+    'two places</think><tool_call>{"name": "crop_video", "arguments": {"start_time": 3, "end_time": 13}}</tool_call>'
+    '<tool_call>{"name": "crop_video", "arguments": {"start_time": 25, "end_time": 35}}</tool_call>',
+    "seen it</think><answer>red</answer>",
+]
+
+
+class ScriptedServer:
+    """verl's ``generate``: the script's next turn for the trajectory (cut at ``max_tokens``, as a server cuts),
+    its log-probs from one forward pass of the model over the prompt's tokens and images."""
+
+    def __init__(self, policy: HFPolicy) -> None:
+        self.policy, self.turn = policy, {}
+
+    async def generate(self, *, request_id, prompt_ids, sampling_params, image_data=None, **_):
+        return await asyncio.to_thread(self._generate, request_id, list(prompt_ids), sampling_params, image_data or [])
+
+    def _generate(self, request_id, ids, params, images):
+        tok = self.policy.tokenizer
+        i = self.turn.get(request_id, 0)
+        self.turn[request_id] = i + 1
+        out = tok.encode(TURNS[min(i, len(TURNS) - 1)], add_special_tokens=False) + [self.policy.end_of_turn_id]
+        out = out[: params.get("max_tokens") or len(out)]
+        encoded = self.policy.encode_ids(ids + out, images)
+        with torch.no_grad():
+            lp = self.policy.sequence_logprobs(encoded, temperature=params.get("temperature") or 1.0)[len(ids) - 1 :]
+        return TokenOutput(token_ids=out, log_probs=[float(x) for x in lp], stop_reason="completed")
+
+
+@pytest.fixture
+def no_torchvision_processor(monkeypatch):
+    monkeypatch.setattr(transformers.AutoProcessor, "from_pretrained",
+                        classmethod(lambda cls, path, *a, **k: images_only_processor(path)))  # fmt: skip
+
+
+def run_worker(tiny_qwen3, synth_small, tmp_path, extra=()):
+    data, samples = synth_small
+    out = tmp_path / "verl"
+    assert main(["export", "verl", "--recipe", "paragrpo_qwen3vl_8b", "--data", str(data / "samples.jsonl"),
+                 "--out", str(out), *OVERRIDES, f"model.path={tiny_qwen3}"]) == 0  # fmt: skip
+    with initialize_config_dir(config_dir=str(out), version_base=None):
+        cfg = compose(config_name="paravt_verl", overrides=list(extra))
+    tok = hf_tokenizer(str(tiny_qwen3))
+    from verl.utils import hf_processor
+
+    processor = hf_processor(str(tiny_qwen3))
+    assert processor is not None and hasattr(processor, "get_rope_index")  # verl bound the M-RoPE positions
+    dataset = get_dataset_class(cfg.data)(cfg.data.train_files, tok, cfg.data, processor)
+    assert len(dataset) == len(samples)
+    rows = [dataset[i] for i in range(2)]
+    batch = DataProto.from_single_dict(collate_fn(rows)).repeat(cfg.actor_rollout_ref.rollout.n, interleave=True)
+    torch.manual_seed(0)
+    policy = HFPolicy.from_pretrained(tiny_qwen3, temperature=cfg.actor_rollout_ref.rollout.temperature)
+    worker = AgentLoopWorker(cfg, llm_client=ScriptedServer(policy))
+    return cfg, samples, policy, asyncio.run(worker.generate_sequences(batch))
+
+
+def local_episode(samples, index, tiny_qwen3):
+    """The same script in the local trainer's env (``run_setup.env_config``), turns after the prefix."""
+    cfg = load_recipe("paragrpo_qwen3vl_8b", [*OVERRIDES, f"model.path={tiny_qwen3}"])
+    env = VideoToolEnv(samples, env_config(cfg))
+    obs, info = env.reset(options={"index": index})
+    frames = [obs["frames"]]
+    prefix = env.config.response_prefix
+    for turn in TURNS:
+        obs, reward, terminated, truncated, final = env.step(prefix + turn)
+        if terminated or truncated:
+            return reward, info["frame_budget"], frames, final
+        frames.append(obs["frames"])
+    raise AssertionError("the script did not end the episode")
+
+
+def pads_and_features(processor_like, ids, mm) -> tuple[int, int]:
+    pad = processor_like.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    grids = mm.get("image_grid_thw")
+    features = 0 if grids is None else int(grids.prod(dim=-1).sum()) // 4  # merge 2 x 2
+    return int((ids == pad).sum()), features
+
+
+def test_verl_worker_batches_paravt_trajectories_the_actor_can_train_on(tiny_qwen3, synth_small, tmp_path,
+                                                                        no_torchvision_processor):  # fmt: skip
+    cfg, samples, policy, batch = run_worker(tiny_qwen3, synth_small, tmp_path)
+    b = batch.batch
+    n = len(batch)
+    assert n == 4 and b["position_ids"].shape == (n, 4, b["input_ids"].shape[1])  # text + 3 M-RoPE rows
+    assert b["prompts"].shape[1] == cfg.data.max_prompt_length and b["responses"].shape[1] == cfg.data.max_response_length
+    mm = batch.non_tensor_batch["multi_modal_inputs"]
+    proc = images_only_processor(tiny_qwen3)
+    model = policy.model
+    for i in range(n):
+        ids = b["input_ids"][i]
+        pads, features = pads_and_features(proc, ids, mm[i])
+        assert pads == features > 0
+        index = int(batch.non_tensor_batch["extra_info"][i]["index"])
+        reward, k, frames, final = local_episode(samples, index, tiny_qwen3)
+        # the same reward (score on the last response token), K and frames as the local trainer's env
+        assert float(b["rm_scores"][i].sum()) == pytest.approx(reward)
+        assert batch.non_tensor_batch["frame_budget"][i] == k and k in (4, 8)
+        assert batch.non_tensor_batch["reward_breakdown"][i] == final["reward_breakdown"]
+        assert mm[i]["image_grid_thw"].shape[0] == sum(len(f) for f in frames)
+        # the actor's forward on exactly what verl batched: the server's log-probs at every generated token
+        attn = b["attention_mask"][i : i + 1]
+        with torch.no_grad():
+            logits = model(input_ids=ids[None], attention_mask=attn, position_ids=b["position_ids"][i : i + 1].transpose(0, 1),
+                           pixel_values=mm[i]["pixel_values"], image_grid_thw=mm[i]["image_grid_thw"]).logits.float()  # fmt: skip
+        logits[..., policy.suppress_ids] = float("-inf")  # the server samples with image pads suppressed
+        logp = torch.log_softmax(logits[0, :-1] / policy.temperature, -1).gather(-1, ids[1:, None])[:, 0]
+        p = b["prompts"].shape[1]
+        resp_mask = b["response_mask"][i].bool()
+        got = logp[p - 1 : p - 1 + resp_mask.numel()][resp_mask]
+        want = b["rollout_log_probs"][i][resp_mask]
+        assert resp_mask.sum() > 0 and float((got - want).abs().max()) < 1e-4
+        # the prefix is prompt, not action: every assistant turn opens with "<think>\n" outside the mask
+        real = b["attention_mask"][i][b["prompts"].shape[1] :].bool()
+        text = proc.tokenizer.decode(b["responses"][i][(b["response_mask"][i] == 0) & real])
+        assert "<think>" not in proc.tokenizer.decode(b["responses"][i][resp_mask])
+        assert proc.tokenizer.decode(b["prompts"][i]).endswith("<|im_start|>assistant\n<think>\n")
+        assert text.endswith("<|im_start|>assistant\n<think>\n")
+
+
+def test_a_tool_response_that_does_not_fit_is_not_committed(tiny_qwen3, synth_small, tmp_path, no_torchvision_processor):
+    # room for the first turn (~60 tokens) but not for its two crops' frames and text
+    cfg, samples, policy, batch = run_worker(tiny_qwen3, synth_small, tmp_path, extra=["data.max_response_length=160"])
+    b = batch.batch
+    mm = batch.non_tensor_batch["multi_modal_inputs"]
+    proc = images_only_processor(tiny_qwen3)
+    for i in range(len(batch)):
+        pads, features = pads_and_features(proc, b["input_ids"][i], mm[i])
+        assert pads == features  # the images verl re-processes are exactly those whose pads are in the tokens
+        assert batch.non_tensor_batch["dropped_tool_responses"][i] == 1
+        assert mm[i]["image_grid_thw"].shape[0] == batch.non_tensor_batch["frame_budget"][i]  # the overview only
+        assert np.isfinite(float(b["rm_scores"][i].sum()))
+        assert batch.non_tensor_batch["reward_breakdown"][i]["accuracy"] == 0.0  # it ended unanswered
+
+
+def test_the_exported_config_is_verls_own_and_sized_from_the_recipe(tiny_qwen3, synth_small, tmp_path):
+    from verl.utils.config import omega_conf_to_dataclass
+
+    from paravt.learners.adapters.budget import recipe_budget
+
+    data, samples = synth_small
+    out = tmp_path / "verl"
+    assert main(["export", "verl", "--recipe", "paragrpo_qwen3vl_8b", "--data", str(data / "samples.jsonl"),
+                 "--out", str(out)]) == 0  # fmt: skip
+    with initialize_config_dir(config_dir=str(out), version_base=None):
+        cfg = compose(config_name="paravt_verl", overrides=["actor_rollout_ref.model.path=Qwen/Qwen3-VL-8B-Instruct"])
+    budget = recipe_budget(load_recipe("paragrpo_qwen3vl_8b"), samples)
+    rollout = omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)  # as verl's AgentLoopWorker reads it
+    assert rollout.prompt_length == budget.prompt and rollout.response_length == budget.response
+    assert rollout.limit_images == budget.max_images and rollout.n == 8
+    assert rollout.agent.default_agent_loop == "paravt" and cfg.data.max_prompt_length == budget.prompt
+    # 64 frames of 50,176 pixels at 49 pads each, plus text; sub-agent mode: no crop frame reaches the main agent
+    assert budget.overview_frames == 64 and budget.max_images == 64 and budget.prompt > 64 * 49
