@@ -37,11 +37,12 @@ def test_values_are_normalised():
 
 
 def test_gating_choices_reach_the_env_and_the_openrlhf_executor_and_bad_ones_are_refused():
-    from paravt.learners.adapters.openrlhf.launcher import env_options, max_images
+    from paravt.learners.adapters.openrlhf.launcher import max_images
+    from paravt.learners.adapters.recipe_env import env_options
     from paravt.learners.run_setup import env_config
 
     cfg = load_recipe("tiny_cpu", ["para.gating_choices=[4, 16]"])
-    assert env_config(cfg).gating_choices == (4, 16) and env_options(cfg)["gating_choices"] == [4, 16]
+    assert env_config(cfg).gating_choices == (4, 16) and env_options(cfg, "openrlhf")["gating_choices"] == [4, 16]
     assert max_images(cfg) >= 16
     assert load_recipe("paragrpo_qwen3vl_8b").para.gating_choices == (4, 8, 16, 32, 64)  # the paper's
     with pytest.raises(ValueError, match="para.gating_choices"):

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from paravt.learners.adapters.openrlhf.launcher import env_options  # noqa: E402
+from paravt.learners.adapters.recipe_env import env_options  # noqa: E402
 from paravt.learners.config import TrainConfig, load_recipe  # noqa: E402
 from paravt.learners.para_grpo import ALGORITHMS, ParaGRPOConfig, algorithm  # noqa: E402
 from paravt.learners.run_setup import env_config  # noqa: E402
@@ -40,7 +40,7 @@ def test_the_local_env_and_the_executor_env_are_built_by_one_builder(name, gatin
     local = env_config(cfg)
     assert (local.nframes_gating, local.response_prefix, local.seed, local.dispatch) == (gating, prefix, 7, "sequential")
     assert local.reward == cfg.settings().reward
-    executor = EnvConfig.from_kwargs(**{**env_options(cfg), "subagent": lambda r: ""})
+    executor = EnvConfig.from_kwargs(**{**env_options(cfg, "openrlhf"), "subagent": lambda r: ""})
     for field in ("nframes_gating", "gating_choices", "response_prefix", "seed", "reward", "dispatch", "protocol", "tool_result"):
         assert getattr(executor, field) == getattr(local, field), field
 

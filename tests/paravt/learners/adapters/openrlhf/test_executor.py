@@ -5,8 +5,10 @@ import json
 import numpy as np
 import pytest
 
+from engine_env import engine_import  # tests/engine_env.py
+
 torch = pytest.importorskip("torch")
-pytest.importorskip("openrlhf.utils.agent")
+engine_import("openrlhf", "openrlhf.utils.agent")
 
 from paravt.learners.adapters.openrlhf import run_local_episode  # noqa: E402
 from paravt.learners.adapters.openrlhf.alignment import check_alignment  # noqa: E402
@@ -54,7 +56,7 @@ def test_executor_plays_a_parallel_tool_episode(tiny_qwen3, synth_small, mode):
     logs = r["extra_logs"]
     assert logs["kappa"] == 2.0 and logs["K"] == 4.0
     assert r["reward"] == pytest.approx(logs["accuracy"] + logs["format"] + logs["tool"])
-    assert json.loads(r["label"])["id"] == s.id
+    assert json.loads(r["label"])["sample"]["id"] == s.id
 
 
 def test_executor_uses_the_shared_gating(tiny_qwen3, synth_small):
@@ -91,11 +93,11 @@ def test_think_prefix_is_prompt_and_the_reward_scores_only_generated_text(tiny_q
 
 
 def test_launcher_passes_the_think_prefix_of_the_arm():
-    from paravt.learners.adapters.openrlhf.launcher import env_options
+    from paravt.learners.adapters.recipe_env import env_options
     from paravt.learners.config import load_recipe
 
-    assert env_options(load_recipe("tiny_cpu"))["response_prefix"] == "<think>\n"
-    assert env_options(load_recipe("tiny_cpu", ["algorithm=grpo"]))["response_prefix"] == ""
+    assert env_options(load_recipe("tiny_cpu"), "openrlhf")["response_prefix"] == "<think>\n"
+    assert env_options(load_recipe("tiny_cpu", ["algorithm=grpo"]), "openrlhf")["response_prefix"] == ""
 
 
 def test_release_protocol_renders_each_listed_message_and_the_released_subagent(tiny_qwen3, synth_small):

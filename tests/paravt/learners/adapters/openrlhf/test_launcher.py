@@ -2,6 +2,7 @@ import json
 import shlex
 
 import pytest
+from engine_env import engine_import  # tests/engine_env.py
 
 from paravt.cli import main
 from paravt.learners.adapters.openrlhf.label import make_label, read_label
@@ -92,7 +93,7 @@ def test_dry_run_prints_the_command(tmp_path, capsys, monkeypatch):
 
 def test_agent_func_loads_by_file_path_like_openrlhf():
     """OpenRLHF imports --train.agent_func_path as a file, outside any package: no relative imports."""
-    pytest.importorskip("openrlhf.utils.agent")
+    engine_import("openrlhf", "openrlhf.utils.agent")
     import importlib.util
 
     from openrlhf.utils.agent import AgentExecutorBase
