@@ -41,14 +41,14 @@ ENGINES = {
     "trl": Engine(
         requirement="trl==1.16.0",
         extra="trl",
-        tests=("tests/paravt/learners/adapters/trl", "tests/paravt/learners/adapters/test_parity.py"),
+        tests=("tests/paravt/learners/adapters/trl",),
         expected={"trl": "1.16.0"},
     ),
     "verl": Engine(
         requirement="verl[verl-core]==0.9.1",
         pins=("transformers==5.9.0",),
         extra="verl",
-        tests=("tests/paravt/learners/adapters/verl", "tests/paravt/learners/adapters/test_parity.py"),
+        tests=("tests/paravt/learners/adapters/verl",),
         expected={"verl": "0.9.1", "transformers": "5.9.0"},
     ),
     "openrlhf": Engine(
@@ -59,7 +59,7 @@ ENGINES = {
             "vllm": "the GPU rollout server (OpenRLHF's [vllm] extra); LocalEngine answers its generate contract",
         },
         extra="model",
-        tests=("tests/paravt/learners/adapters/openrlhf", "tests/paravt/learners/adapters/test_parity.py"),
+        tests=("tests/paravt/learners/adapters/openrlhf",),
         expected={"openrlhf": "0.11.2", "transformers": "5.15.0", "ray": "2.55.0"},
     ),
 }

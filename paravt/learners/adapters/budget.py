@@ -80,13 +80,14 @@ class TokenBudget:
 
 
 def token_budget(env: Any, *, max_new_tokens: int, cell: int, question_tokens: int = QUESTION_TOKENS,
-                 gating_choices: tuple[int, ...] = ()) -> TokenBudget:  # fmt: skip
+                 gating_choices: tuple[int, ...] = (), pads_per_frame: int | None = None) -> TokenBudget:  # fmt: skip
     """The budget of episodes of ``env`` (an ``EnvConfig``) whose turns are at most ``max_new_tokens`` long and
-    whose frames cost ``cell``-pixel pads (``patch_merge``). ``gating_choices``: the overview budgets nFrames
-    Gating draws from (empty: the env's ``frame_budget`` only)."""
+    whose frames cost ``cell``-pixel pads (``patch_merge``; ``pads_per_frame``: a count measured otherwise, e.g.
+    with a processor that upscales). ``gating_choices``: the overview budgets nFrames Gating draws from (empty:
+    the env's ``frame_budget`` only)."""
     from paravt_env.protocol import system_prompt
 
-    pads = frame_pads(env.max_pixels, cell)
+    pads = frame_pads(env.max_pixels, cell) if pads_per_frame is None else pads_per_frame
     k = max([env.frame_budget, *gating_choices])
     per_frame = pads + FRAME_TEXT_TOKENS
     prompt = text_tokens(system_prompt(env.prompt_mode)) + question_tokens + k * per_frame + TURN_TEXT_TOKENS

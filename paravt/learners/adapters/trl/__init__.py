@@ -11,6 +11,7 @@ from paravt.learners.adapters.trl.environment import (
     make_reward,
     paravt_reward,
 )
-from paravt.learners.adapters.trl.recipe import dataset_rows, grpo_trainer
+from paravt.learners.adapters.trl.recipe import completion_budget, dataset_rows, grpo_trainer, recipe_env
 
-__all__ = ["ParaVTEnvironment", "assistant_turns", "dataset_rows", "grpo_trainer", "make_reward", "paravt_reward"]
+__all__ = ["ParaVTEnvironment", "assistant_turns", "completion_budget", "dataset_rows", "grpo_trainer", "make_reward",
+           "paravt_reward", "recipe_env"]

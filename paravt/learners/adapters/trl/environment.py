@@ -149,7 +149,9 @@ class ParaVTEnvironment:
             replayed.append(obs["frames"])
         else:  # the completion stopped mid-episode (length limit): the episode ends with what was written
             obs, reward, terminated, truncated, info = self.env.step("")
-        match = len(replayed) >= len(self.shown) and all(np.array_equal(a, b) for a, b in zip(self.shown, replayed, strict=False))
+        # a rolled-back rollout replays fewer turns than it showed: what it kept must match
+        match = all(np.array_equal(a, b) for a, b in zip(self.shown, replayed, strict=False)) and (
+            len(replayed) >= len(self.shown) or rolled_back(self, turns) > 0)
         return {**info, "reward": float(reward), "frames_match": match}
 
 
@@ -169,23 +171,44 @@ def split_feedback(text: str, frames: np.ndarray, n_calls: int) -> list[list[dic
     return out
 
 
+def rolled_back(env: ParaVTEnvironment, turns: list[str]) -> int:
+    """Tool responses the env gave but the completion does not hold: TRL deletes a turn's tool responses (and
+    their images) when they would push the completion past ``max_completion_length``, and ends the rollout
+    after the calling turn. Every turn of the completion but its last was answered by a tool response."""
+    return max(0, (len(env.shown) - 1) - (len(turns) - 1))
+
+
 def paravt_reward(completion_ids: list[list[int]], environments: list[ParaVTEnvironment], trainer_state: Any = None,
                   *, tokenizer: Any, log_metric: Any = None, **_: Any) -> list[float]:  # fmt: skip
     """TRL reward function: each rollout's env reward over its generated turns (bind ``tokenizer`` with
-    ``functools.partial`` or use ``make_reward``). A replay that shows other frames than the rollout did
-    (TRL's tool-call parser and the env's disagreed on a malformed turn) is logged as ``paravt/replay_mismatch``
-    (the fraction of the batch) and scored as the env scores the text: feedback, not a crash."""
-    rewards, mismatched = [], 0
+    ``functools.partial`` or use ``make_reward``); the env's ``response_prefix`` (PARA-GRPO's forced
+    ``<think>\n``, which the chat template's generation prompt writes) opens every turn, as in the local trainer.
+
+    Logged through TRL's ``log_metric`` (means over the batch):
+    ``paravt/rolled_back_tool_responses``: tool responses TRL rolled back at ``max_completion_length`` (the
+    crops' frames never reached the model; the episode is scored as it ended, unanswered), also warned about;
+    ``paravt/replay_mismatch``: replays that showed other frames than the rollout did (TRL's tool-call parser and
+    the env's disagreed on a malformed turn), scored as the env scores the text: feedback, not a crash."""
+    rewards, mismatched, dropped = [], 0, 0
     for ids, env in zip(completion_ids, environments, strict=True):
         text = tokenizer.decode(ids, skip_special_tokens=False)
-        out = env._replay(assistant_turns(text))
-        mismatched += not out["frames_match"]
+        prefix = env.env.unwrapped.config.response_prefix
+        turns = [t if not prefix or t.startswith(prefix) else prefix + t for t in assistant_turns(text)]
+        lost = rolled_back(env, turns)
+        out = env._replay(turns)
+        dropped += lost
+        mismatched += not out["frames_match"] and not lost
         rewards.append(out["reward"])
+    if dropped:
+        logger.warning("TRL rolled back %d tool responses in a batch of %d completions: they would have passed "
+                       "max_completion_length, and their crop frames never reached the model; raise "
+                       "max_completion_length (paravt.learners.adapters.trl.completion_budget)", dropped, len(rewards))  # fmt: skip
     if mismatched:
         logger.warning("%d of %d replays showed other frames than their rollout (tool-call parsers disagreed)",
                        mismatched, len(rewards))  # fmt: skip
     if log_metric is not None:
         log_metric("paravt/replay_mismatch", mismatched / max(1, len(rewards)))
+        log_metric("paravt/rolled_back_tool_responses", dropped / max(1, len(rewards)))
     return rewards
 
 

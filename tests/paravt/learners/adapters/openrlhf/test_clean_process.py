@@ -4,7 +4,6 @@ paragrpo_qwen3vl_8b``; its result goes through OpenRLHF's own experience convers
 gating, tool mode and think prefix must arrive through the label alone, and the experience must hold every image
 pad with its image (``clean_process_episode.py`` runs the episode)."""
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -12,25 +11,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from engine_env import engine_import  # tests/engine_env.py
+from engine_env import PARA_GRPO_CPU, SCRIPT, engine_import, local_episode  # tests/engine_env.py
 
 engine_import("openrlhf", "openrlhf.utils.agent")
 engine_import("openrlhf", "ray")
 pytest.importorskip("torch")
 
 from paravt.cli import main  # noqa: E402
-from paravt.learners.config import load_recipe  # noqa: E402
-from paravt.learners.run_setup import env_config  # noqa: E402
-from paravt_env import VideoToolEnv, gated_frame_budget  # noqa: E402
+from paravt_env import gated_frame_budget  # noqa: E402
 
 SCRIPT = Path(__file__).with_name("clean_process_episode.py")
-# PARA-GRPO as released (sub-agents, gating, "<think>\n", the released reward) at CPU size
-OVERRIDES = ["para.gating_choices=[4,8]", "env.max_pixels=12544", "env.max_parallel=2", "env.crop_max_frames=4"]
-TURNS = [  # after the forced "<think>\n"
-    'Two windows at once.</think><tool_call>{"name": "crop_video", "arguments": {"start_time": 2, "end_time": 9}}</tool_call>'
-    '<tool_call>{"name": "crop_video", "arguments": {"start_time": 20, "end_time": 27}}</tool_call>',
-    "I saw enough.</think><answer>red</answer>",
-]
+OVERRIDES = PARA_GRPO_CPU  # PARA-GRPO as released (sub-agents, gating, "<think>\n", the released reward), CPU size
+TURNS = SCRIPT
 
 
 def run_clean(tmp_path, row, model, max_length, turns=TURNS):
@@ -52,18 +44,6 @@ def rows(synth_small, tmp_path_factory):
     return [json.loads(x) for x in out.read_text().splitlines()], samples
 
 
-def local_reward(samples, index):
-    """The same script in the local trainer's env (a fixed sub-agent reply: the reward does not read it)."""
-    cfg = load_recipe("paragrpo_qwen3vl_8b", OVERRIDES)
-    env = VideoToolEnv(samples, dataclasses.replace(env_config(cfg), subagent=lambda request: "a red circle"))
-    env.reset(options={"sample": samples[index], "epoch": 0})
-    for turn in TURNS:
-        _, reward, terminated, truncated, info = env.step(env.config.response_prefix + turn)
-        if terminated or truncated:
-            return reward, info["reward_breakdown"]
-    raise AssertionError("the script did not end the episode")
-
-
 def test_para_grpo_settings_arrive_through_the_label_alone(tiny_qwen3, rows, tmp_path):
     rows, samples = rows
     out = run_clean(tmp_path, rows[0], tiny_qwen3, 16384)
@@ -76,9 +56,9 @@ def test_para_grpo_settings_arrive_through_the_label_alone(tiny_qwen3, rows, tmp
     # the think prefix: every assistant turn opens with it, as prompt tokens
     assert out["prompt_tail"].endswith("<|im_start|>assistant\n<think>\n")
     assert all(b.endswith("<|im_start|>assistant\n<think>\n") for b in out["between"])
-    reward, breakdown = local_reward(samples, 0)
-    assert out["reward"] == pytest.approx(reward) and logs["kappa"] == 2.0
-    assert logs["accuracy"] == breakdown["accuracy"] and logs["tool"] == breakdown["tool"]
+    local = local_episode(samples, 0, subagent=lambda request: "a red circle")
+    assert out["reward"] == pytest.approx(local["reward"]) and logs["kappa"] == 2.0 and logs["K"] == local["K"]
+    assert logs["accuracy"] == local["breakdown"]["accuracy"] and logs["tool"] == local["breakdown"]["tool"]
     # OpenRLHF's experience: nothing cut, every pad with its image, the action mask on the generated tokens
     assert out["sequence_length"] == out["n_tokens"] and out["pads"] == out["features"]
     assert out["action_tokens"] == out["range_tokens"] and logs["dropped_tool_responses"] == 0

@@ -1,27 +1,30 @@
-"""Real TRL GRPO steps on CPU: the tiny Qwen3-VL, synthetic videos, crops through TRL's tool loop with the
-frames as images, the env's reward, weights that move.
+"""Real TRL GRPO steps on CPU under the ``[trl]`` extra's pins (``nox -s "engine(name='trl')"``): the tiny Qwen3-VL,
+synthetic videos, crops through TRL's tool loop with the frames as images, the env's reward, weights that move;
+the crop frames counted where they must arrive, the vision tower, both when TRL generates and when it computes
+the loss; a too-short ``max_completion_length`` refused, and where allowed, its rolled-back responses counted.
 
-A random model never writes a tool call, so the test first imprints one episode on it (a turn of two
-parallel crops, then an answer; 80 passes, ~15 s): sampled at temperature 1 it then calls the tool most of the
-time on the prompt it was imprinted on, which gives GRPO groups with reward spread. One run on 2 cores (seed
-0; ``-s`` prints the figures): 4 steps of 4 rollouts (1 prompt x 4), ~1.1 s a step; 2.0, 2.0, 0, 0 tool calls
-per completion, none failed; mean reward 0.10, 0.10, 0.05, 0; step 3's group had spread (std 0.058, grad
-norm 0.91) and moved the weights.
+A random model never writes a tool call, so the tests first imprint one episode on it (a turn of two parallel
+crops, then an answer; 80 passes, ~15 s): sampled at temperature 1 it then calls the tool most of the time on the
+prompt it was imprinted on, which gives GRPO groups with reward spread.
 """
 
 import asyncio
+import copy
 import json
 
 import numpy as np
 import pytest
+from engine_env import engine_import  # tests/engine_env.py
 
-pytest.importorskip("trl")
+engine_import("trl", "trl")
 torch = pytest.importorskip("torch")
 
 from paravt.learners.adapters.trl import ParaVTEnvironment, dataset_rows, grpo_trainer  # noqa: E402
 from paravt.learners.adapters.trl.processor import load_processor  # noqa: E402
 from paravt_env import VideoToolEnv  # noqa: E402
 
+# the README's TRL example at the tiny model's size: two parallel crops of at most 8 frames, 3 turns
+ENV = {"frame_budget": 4, "max_pixels": 12544, "max_parallel": 2, "crop_max_frames": 8}
 CALLS = [(5, 15), (20, 30)]
 
 
@@ -60,34 +63,99 @@ def imprint(model, processor, env: ParaVTEnvironment, passes: int) -> float:
     return float(loss)
 
 
-def test_grpo_steps_through_trl(tiny_qwen3, synth_small, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def imprinted(tiny_qwen3, synth_small):
+    """The tiny model with one two-crop episode imprinted, its processor (TRL's Qwen3-VL template: a released
+    Qwen3-VL carries it, and TRL parses tool calls from it), and the samples."""
     from transformers import AutoModelForImageTextToText
     from trl.chat_template_utils import qwen3_vl_chat_template
 
-    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     torch.manual_seed(0)
     samples = synth_small[1][:4]
-    # The tiny checkpoint carries a minimal ChatML template; a released Qwen3-VL carries this one, which TRL
-    # knows how to parse tool calls from.
     processor = load_processor(tiny_qwen3, chat_template=qwen3_vl_chat_template)
     model = AutoModelForImageTextToText.from_pretrained(tiny_qwen3)
+    assert imprint(model, processor, ParaVTEnvironment(VideoToolEnv(samples, **ENV)), passes=80) < 0.05
+    return model, processor, samples
 
-    def make_env():
-        return VideoToolEnv(samples, frame_budget=4, max_pixels=12544)
 
-    assert imprint(model, processor, ParaVTEnvironment(make_env()), passes=80) < 0.05
+class VisionCounter:
+    """Images the vision tower receives per call, by whether gradients are on (the loss) or off (generation)."""
+
+    def __init__(self, model):
+        self.calls = []
+        model.model.visual.register_forward_pre_hook(self.hook, with_kwargs=True)
+
+    def hook(self, module, args, kwargs):
+        grid = args[1] if len(args) > 1 else kwargs.get("grid_thw")
+        if grid is not None:
+            self.calls.append((torch.is_grad_enabled(), int(grid.shape[0])))
+
+    def most(self, grad: bool) -> int:
+        return max((n for g, n in self.calls if g == grad), default=0)
+
+
+def train(imprinted, tmp_path, monkeypatch, steps=4, **kwargs):
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    model, processor, samples = imprinted
+    model, processor = copy.deepcopy(model), copy.deepcopy(processor)
+    counter = VisionCounter(model)
     before = {k: v.detach().clone() for k, v in model.named_parameters()}
-    trainer = grpo_trainer(model, processor=processor, env=make_env, n_samples=len(samples), output_dir=str(tmp_path),
-                           max_steps=4, per_device_train_batch_size=4, num_generations=4, max_completion_length=160,
-                           use_cpu=True, report_to=[], logging_steps=1, learning_rate=1e-4, temperature=1.0,
-                           save_strategy="no", seed=0)  # fmt: skip
+    args = dict(output_dir=str(tmp_path), max_steps=steps, per_device_train_batch_size=4, num_generations=4,
+                use_cpu=True, report_to=[], logging_steps=1, learning_rate=1e-4, temperature=1.0, save_strategy="no",
+                seed=0, max_completion_length=1024)  # fmt: skip
+    args.update(kwargs)
+    trainer = grpo_trainer(model, processor=processor, env=lambda: VideoToolEnv(samples, **ENV), n_samples=len(samples), **args)
     trainer.train()
     logs = [h for h in trainer.state.log_history if "reward" in h]
+    return model, before, counter, logs
+
+
+def test_grpo_steps_through_trl_and_crop_frames_reach_the_vision_tower(imprinted, tmp_path, monkeypatch):
+    model, before, counter, logs = train(imprinted, tmp_path, monkeypatch)
     keys = ("reward", "reward_std", "loss", "grad_norm", "tools/call_frequency", "completions/mean_length", "step_time")
-    print(json.dumps([{k: round(h[k], 4) for k in keys} for h in logs]))  # the figures of the docstring (-s)
+    print(json.dumps([{k: round(h[k], 4) for k in keys} for h in logs]))  # the figures of the closing note (-s)
+    print("vision tower, most images in one call: generation", counter.most(grad=False), "loss", counter.most(grad=True))
     assert len(logs) == 4
-    assert sum(h["tools/call_frequency"] for h in logs) > 0 and all(h["tools/failure_frequency"] == 0 for h in logs)
+    # (tools/failure_frequency counts calls TRL could not parse: the sampled tiny model writes some, longer
+    # completions than 160 tokens leave it room to)
+    assert sum(h["tools/call_frequency"] for h in logs) > 0
     assert all(np.isfinite(h["reward"]) and np.isfinite(h["loss"]) for h in logs)
     assert any(h["grad_norm"] > 0 for h in logs)
     assert all(h["paravt/replay_mismatch"] == 0 for h in logs)  # every reward replayed the frames the policy saw
+    assert all(h["paravt/rolled_back_tool_responses"] == 0 for h in logs)
     assert any(not torch.equal(before[k], v) for k, v in model.named_parameters())
+    # the overview is 4 frames; a rollout that cropped shows the tower 4 + its crop frames, when TRL generates
+    # the answer turn (no gradient) and when it computes the loss over the whole completion (gradient)
+    assert counter.most(grad=False) > ENV["frame_budget"] and counter.most(grad=True) > 4 * ENV["frame_budget"]
+
+
+def test_a_completion_length_that_drops_every_crop_is_refused_and_where_allowed_counted(imprinted, tmp_path, monkeypatch):
+    with pytest.raises(ValueError, match="cannot hold one turn of 2 parallel crops"):
+        train(imprinted, tmp_path, monkeypatch, max_completion_length=160)
+    _, _, counter, logs = train(imprinted, tmp_path, monkeypatch, steps=2, max_completion_length=160,
+                                allow_rolled_back_crops=True)  # fmt: skip
+    assert sum(h["tools/call_frequency"] for h in logs) > 0
+    assert sum(h["paravt/rolled_back_tool_responses"] for h in logs) > 0  # counted, no longer silent
+    print("rolled back per completion:", [h["paravt/rolled_back_tool_responses"] for h in logs],
+          "vision tower, most images in one call: generation", counter.most(grad=False), "loss", counter.most(grad=True))
+    assert counter.most(grad=False) <= 4 * ENV["frame_budget"]  # what TRL rolled back never reached the tower
+
+
+def test_the_think_prefix_opens_every_turn_and_the_reward_scores_what_follows(imprinted, tmp_path, monkeypatch):
+    from paravt.learners.adapters.trl.environment import assistant_turns
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    model, processor, samples = imprinted
+    processor = copy.deepcopy(processor)
+    trainer = grpo_trainer(copy.deepcopy(model), processor=processor, n_samples=len(samples), output_dir=str(tmp_path),
+                           env=lambda: VideoToolEnv(samples, **ENV, response_prefix="<think>\n"), max_steps=1,
+                           per_device_train_batch_size=4, num_generations=4, use_cpu=True, report_to=[], save_strategy="no",
+                           max_completion_length=1024, seed=0)  # fmt: skip
+    rendered = processor.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False)
+    assert rendered.endswith("<|im_start|>assistant\n<think>\n")
+    trainer.train()
+    # a completion that cropped: its later turns open with the prefix (tool-suffix tokens, outside the loss)
+    env = ParaVTEnvironment(VideoToolEnv(samples, **ENV, response_prefix="<think>\n"))
+    env.reset(**dataset_rows(1)[0])
+    out = env._replay(["<think>\n" + t for t in assistant_turns("x</think><answer>red</answer>")])
+    assert out["reward_breakdown"]["format"] > 0  # "<think>\n" + "x</think>..." is a well-formed turn

@@ -16,7 +16,7 @@ import asyncio
 
 import numpy as np
 import pytest
-from engine_env import engine_import  # tests/engine_env.py
+from engine_env import PARA_GRPO_CPU, SCRIPT, engine_import, local_episode  # tests/engine_env.py
 
 engine_import("verl", "verl.experimental.agent_loop.agent_loop")
 torch = pytest.importorskip("torch")
@@ -34,18 +34,11 @@ from paravt.cli import main  # noqa: E402
 from paravt.learners.adapters.trl.processor import images_only_processor  # noqa: E402
 from paravt.learners.config import load_recipe  # noqa: E402
 from paravt.learners.policies.hf import HFPolicy  # noqa: E402
-from paravt.learners.run_setup import env_config  # noqa: E402
-from paravt_env import VideoToolEnv  # noqa: E402
 
-# PARA-GRPO as released, at CPU size: gating over {4, 8}, frames mode, the think prefix, the released reward.
-OVERRIDES = ["env.tool_result=frames", "env.frame_budget=4", "para.gating_choices=[4,8]", "env.max_pixels=12544",
-             "env.crop_max_frames=4", "env.max_parallel=2", "rollout.group_size=2", "rollout.prompts_per_step=2",
+# PARA-GRPO as released at CPU size (engine_env.PARA_GRPO_CPU), frames mode, two rollouts of two prompts.
+OVERRIDES = [*PARA_GRPO_CPU, "env.tool_result=frames", "rollout.group_size=2", "rollout.prompts_per_step=2",
              "rollout.max_new_tokens=96"]  # fmt: skip
-TURNS = [  # after the forced "<think>\n"
-    'two places</think><tool_call>{"name": "crop_video", "arguments": {"start_time": 3, "end_time": 13}}</tool_call>'
-    '<tool_call>{"name": "crop_video", "arguments": {"start_time": 25, "end_time": 35}}</tool_call>',
-    "seen it</think><answer>red</answer>",
-]
+TURNS = SCRIPT
 
 
 class ScriptedServer:
@@ -98,21 +91,6 @@ def run_worker(tiny_qwen3, synth_small, tmp_path, extra=()):
     return cfg, samples, policy, asyncio.run(worker.generate_sequences(batch))
 
 
-def local_episode(samples, index, tiny_qwen3):
-    """The same script in the local trainer's env (``run_setup.env_config``), turns after the prefix."""
-    cfg = load_recipe("paragrpo_qwen3vl_8b", [*OVERRIDES, f"model.path={tiny_qwen3}"])
-    env = VideoToolEnv(samples, env_config(cfg))
-    obs, info = env.reset(options={"index": index})
-    frames = [obs["frames"]]
-    prefix = env.config.response_prefix
-    for turn in TURNS:
-        obs, reward, terminated, truncated, final = env.step(prefix + turn)
-        if terminated or truncated:
-            return reward, info["frame_budget"], frames, final
-        frames.append(obs["frames"])
-    raise AssertionError("the script did not end the episode")
-
-
 def pads_and_features(processor_like, ids, mm) -> tuple[int, int]:
     pad = processor_like.tokenizer.convert_tokens_to_ids("<|image_pad|>")
     grids = mm.get("image_grid_thw")
@@ -135,12 +113,12 @@ def test_verl_worker_batches_paravt_trajectories_the_actor_can_train_on(tiny_qwe
         pads, features = pads_and_features(proc, ids, mm[i])
         assert pads == features > 0
         index = int(batch.non_tensor_batch["extra_info"][i]["index"])
-        reward, k, frames, final = local_episode(samples, index, tiny_qwen3)
+        local = local_episode(samples, index, ["env.tool_result=frames"])
         # the same reward (score on the last response token), K and frames as the local trainer's env
-        assert float(b["rm_scores"][i].sum()) == pytest.approx(reward)
-        assert batch.non_tensor_batch["frame_budget"][i] == k and k in (4, 8)
-        assert batch.non_tensor_batch["reward_breakdown"][i] == final["reward_breakdown"]
-        assert mm[i]["image_grid_thw"].shape[0] == sum(len(f) for f in frames)
+        assert float(b["rm_scores"][i].sum()) == pytest.approx(local["reward"])
+        assert batch.non_tensor_batch["frame_budget"][i] == local["K"] and local["K"] in (4, 8)
+        assert batch.non_tensor_batch["reward_breakdown"][i] == local["breakdown"]
+        assert mm[i]["image_grid_thw"].shape[0] == sum(len(f) for f in local["frames"])
         # the actor's forward on exactly what verl batched: the server's log-probs at every generated token
         attn = b["attention_mask"][i : i + 1]
         with torch.no_grad():
