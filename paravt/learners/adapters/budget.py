@@ -7,9 +7,11 @@ on misaligned vision features. The adapters therefore never commit a tool respon
 episode ends as truncated, as verl's own ``ToolAgentLoop`` does), and the launchers size the engine from this
 module so that a recipe's episodes fit in the first place.
 
-Upper bounds, not estimates: a frame costs ``max_pixels // (patch * merge)**2`` image pads (the Qwen-VL
-processors resize a frame to at most its pixel budget, in whole ``patch * merge`` cells) plus its text (the time
-tag, ``<|vision_start|>``, ``<|vision_end|>``); text costs at most one token per ``TEXT_BYTES_PER_TOKEN`` bytes.
+Upper bounds, not estimates: a frame of at most the env's ``max_pixels`` reaches the engine's processor, which
+resizes it into whole ``patch * merge`` cells between its own minimum and maximum (Qwen3-VL's processor
+upscales anything under 65,536 pixels: a 224 x 224 frame becomes 256 x 256, 64 pads, not 49), so a frame costs
+``max(max_pixels, processor minimum) // cell**2`` pads plus its text (the time tag, ``<|vision_start|>``,
+``<|vision_end|>``); text costs at most one token per ``TEXT_BYTES_PER_TOKEN`` bytes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ QUESTION_TOKENS = 512
 """The question with its options when the samples are not at hand (a released question: < 200 tokens)."""
 SUMMARY_TOKENS = 512
 """A sub-agent's reply as it reaches the main agent (the release cuts it at 512 tokens)."""
+
+
+PROCESSOR_MIN_PIXELS = {32: 65536, 28: 3136}
+"""The released processors' own lower pixel bound by cell size: Qwen3-VL (``size.shortest_edge`` 65,536),
+Qwen2-VL / Qwen2.5-VL (``min_pixels`` 3,136)."""
 
 
 def patch_merge(model_path: str | None, tiny_arch: str = "qwen3_vl") -> int:
@@ -103,10 +110,14 @@ def token_budget(env: Any, *, max_new_tokens: int, cell: int, question_tokens: i
 
 def recipe_budget(cfg: Any, samples: list[Any] | None = None) -> TokenBudget:
     """``token_budget`` of a ``TrainConfig``: its rollouts' env (``run_setup.env_config``), its turn length, its
-    model's pad size; with ``samples``, the longest question among them instead of ``QUESTION_TOKENS``."""
+    model's pad size and processor minimum (``model.processor_min_pixels``, else the released processor's); with
+    ``samples``, the longest question among them instead of ``QUESTION_TOKENS``."""
     from paravt.learners.run_setup import env_config
 
     env = env_config(cfg)
+    cell = patch_merge(cfg.model.path, cfg.model.tiny_arch)
+    lowest = cfg.model.processor_min_pixels or PROCESSOR_MIN_PIXELS[cell]
     question = max((text_tokens(s.question_with_options()) for s in samples), default=QUESTION_TOKENS) if samples else QUESTION_TOKENS
-    return token_budget(env, max_new_tokens=cfg.rollout.max_new_tokens, cell=patch_merge(cfg.model.path, cfg.model.tiny_arch),
-                        question_tokens=question, gating_choices=tuple(env.gating_choices) if env.nframes_gating else ())  # fmt: skip
+    return token_budget(env, max_new_tokens=cfg.rollout.max_new_tokens, cell=cell, question_tokens=question,
+                        pads_per_frame=frame_pads(max(env.max_pixels, lowest), cell),
+                        gating_choices=tuple(env.gating_choices) if env.nframes_gating else ())  # fmt: skip

@@ -36,7 +36,6 @@ def process_images(image_processor: Any, images: Any, pixel_kwargs: dict | None 
 
 
 def load_tokenizer_and_image_processor(path: str | Path) -> tuple[Any, Any]:
-    from transformers import AutoTokenizer
 
     try:
         from transformers import AutoProcessor

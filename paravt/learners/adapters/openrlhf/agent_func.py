@@ -36,12 +36,11 @@ from __future__ import annotations
 
 import asyncio
 from copy import deepcopy
-from typing import Any
-
-from PIL import Image
 
 from openrlhf.utils.agent import AgentExecutorBase
 from openrlhf.utils.vlm_utils import accumulate_mm_inputs, process_prompt_with_images
+from PIL import Image
+
 from paravt.learners.adapters.openrlhf.label import read_label
 from paravt.learners.policies.agent import cut_summary
 from paravt.learners.policies.vision_inputs import inline_images

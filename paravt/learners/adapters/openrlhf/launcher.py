@@ -19,7 +19,6 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from paravt.learners.adapters.budget import recipe_budget
 from paravt.learners.adapters.openrlhf.label import make_label

@@ -114,9 +114,9 @@ def grpo_trainer(model: str | Any, *, env: Callable[[], Any], n_samples: int, pr
     ``completion_budget`` (``max_new_tokens``: a turn's length, for that check). ``prompt_mode``: the system
     prompt's (default: the env's)."""
     from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
 
     from paravt.learners.adapters.trl.processor import load_processor
-    from trl import GRPOConfig, GRPOTrainer
 
     probe = env()
     env_cfg = probe.unwrapped.config

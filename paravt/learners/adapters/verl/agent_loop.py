@@ -34,10 +34,11 @@ import time
 from typing import Any
 from uuid import uuid4
 
-from paravt.learners.adapters.trl.environment import content_blocks  # the conversion the TRL adapter uses
-from paravt_env.messages import observation_messages
 from omegaconf import DictConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+
+from paravt.learners.adapters.trl.environment import content_blocks  # the conversion the TRL adapter uses
+from paravt_env.messages import observation_messages
 
 RESET_KEYS = ("index", "sample_id", "epoch", "frame_budget")
 

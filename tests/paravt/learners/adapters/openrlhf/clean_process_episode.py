@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import types
+from pathlib import Path
 
 
 def stub_vllm() -> None:
@@ -45,12 +46,12 @@ def main(row_path: str, model_dir: str, max_length: str, turns_path: str, out_pa
     from paravt.learners.adapters.openrlhf.local_engine import ProcessorAdapter, ScriptedEngine
     from paravt.learners.policies.hf import HFPolicy
 
-    row = json.loads(open(row_path).read())
+    row = json.loads(Path(row_path).read_text())
     executor = _load_agent_executor(str(AGENT_FUNC))  # OpenRLHF's own loader: AgentExecutor()
     torch.manual_seed(0)
     policy = HFPolicy.from_pretrained(model_dir, temperature=1.0, max_new_tokens=64)
     processor = ProcessorAdapter(policy.tokenizer, policy.image_processor, policy.pixel_kwargs)
-    engine = ScriptedEngine(policy, json.loads(open(turns_path).read()))
+    engine = ScriptedEngine(policy, json.loads(Path(turns_path).read_text()))
     params = SamplingParams(temperature=1.0, max_tokens=96, logprobs=1)
     result = asyncio.run(executor.execute(row["prompt"], row["label"], params, int(max_length), processor, engine))
     experience = SamplesGenerator._process_response_into_experience(None, result, max_len=int(max_length))
@@ -71,8 +72,7 @@ def main(row_path: str, model_dir: str, max_length: str, turns_path: str, out_pa
                     for i in range(len(result["action_ranges"]) - 1)],
         "prompt_tail": policy.tokenizer.decode(tokens[max(0, result["action_ranges"][0][0] - 8) : result["action_ranges"][0][0]]),
     }  # fmt: skip
-    with open(out_path, "w") as f:
-        json.dump(out, f)
+    Path(out_path).write_text(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ pytest.importorskip("torch")
 from paravt.cli import main  # noqa: E402
 from paravt_env import gated_frame_budget  # noqa: E402
 
-SCRIPT = Path(__file__).with_name("clean_process_episode.py")
+EPISODE = Path(__file__).with_name("clean_process_episode.py")
 OVERRIDES = PARA_GRPO_CPU  # PARA-GRPO as released (sub-agents, gating, "<think>\n", the released reward), CPU size
 TURNS = SCRIPT
 
@@ -29,7 +29,7 @@ def run_clean(tmp_path, row, model, max_length, turns=TURNS):
     (tmp_path / "row.json").write_text(json.dumps(row))
     (tmp_path / "turns.json").write_text(json.dumps(turns))
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "OMP_NUM_THREADS": "1"}  # nothing of the driver's
-    proc = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "row.json"), str(model), str(max_length),
+    proc = subprocess.run([sys.executable, str(EPISODE), str(tmp_path / "row.json"), str(model), str(max_length),
                            str(tmp_path / "turns.json"), str(tmp_path / "out.json")], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -4,7 +4,6 @@ import json
 
 import numpy as np
 import pytest
-
 from engine_env import engine_import  # tests/engine_env.py
 
 torch = pytest.importorskip("torch")

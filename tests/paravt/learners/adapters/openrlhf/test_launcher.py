@@ -6,10 +6,15 @@ from engine_env import engine_import  # tests/engine_env.py
 
 from paravt.cli import main
 from paravt.learners.adapters.openrlhf.label import make_label, read_label
-from paravt.learners.adapters.openrlhf.launcher import AGENT_FUNC, export_prompts, max_images, openrlhf_command
+from paravt.learners.adapters.openrlhf.launcher import (
+    AGENT_FUNC,
+    export_prompts,
+    max_images,
+    openrlhf_command,
+)
 from paravt.learners.adapters.recipe_env import env_options
 from paravt.learners.config import load_recipe
-from paravt_env import EnvConfig, RewardConfig, gated_frame_budget
+from paravt_env import EnvConfig, RewardConfig
 
 
 def test_export_rows_carry_the_sample_and_the_recipes_env(synth_small, tmp_path, capsys):
@@ -98,7 +103,6 @@ def test_agent_func_loads_by_file_path_like_openrlhf():
 
     from openrlhf.utils.agent import AgentExecutorBase
 
-    from paravt.learners.adapters.openrlhf.launcher import AGENT_FUNC
 
     spec = importlib.util.spec_from_file_location("agent_func", AGENT_FUNC)
     module = importlib.util.module_from_spec(spec)

@@ -33,7 +33,7 @@ def test_the_scripted_episode_scores_as_in_the_local_trainer(tiny_qwen3, synth_s
         env.reset(**{**dataset_rows(len(samples))[index], "seed": None})
         k = env.last_info["frame_budget"]
 
-        async def turn():
+        async def turn(env=env):
             return await asyncio.gather(*(env.crop_video(a, b) for a, b in CROPS))
 
         responses = asyncio.run(turn())

@@ -35,9 +35,8 @@ from paravt.learners.adapters.trl.processor import images_only_processor  # noqa
 from paravt.learners.config import load_recipe  # noqa: E402
 from paravt.learners.policies.hf import HFPolicy  # noqa: E402
 
-# PARA-GRPO as released at CPU size (engine_env.PARA_GRPO_CPU), frames mode, two rollouts of two prompts.
-OVERRIDES = [*PARA_GRPO_CPU, "env.tool_result=frames", "rollout.group_size=2", "rollout.prompts_per_step=2",
-             "rollout.max_new_tokens=96"]  # fmt: skip
+# PARA-GRPO as released at CPU size (engine_env.PARA_GRPO_CPU), two rollouts of two prompts.
+OVERRIDES = [*PARA_GRPO_CPU, "rollout.group_size=2", "rollout.prompts_per_step=2", "rollout.max_new_tokens=96"]
 TURNS = SCRIPT
 
 
@@ -69,11 +68,11 @@ def no_torchvision_processor(monkeypatch):
                         classmethod(lambda cls, path, *a, **k: images_only_processor(path)))  # fmt: skip
 
 
-def run_worker(tiny_qwen3, synth_small, tmp_path, extra=()):
+def run_worker(tiny_qwen3, synth_small, tmp_path, extra=(), mode="frames"):
     data, samples = synth_small
     out = tmp_path / "verl"
     assert main(["export", "verl", "--recipe", "paragrpo_qwen3vl_8b", "--data", str(data / "samples.jsonl"),
-                 "--out", str(out), *OVERRIDES, f"model.path={tiny_qwen3}"]) == 0  # fmt: skip
+                 "--out", str(out), *OVERRIDES, f"env.tool_result={mode}", f"model.path={tiny_qwen3}"]) == 0  # fmt: skip
     with initialize_config_dir(config_dir=str(out), version_base=None):
         cfg = compose(config_name="paravt_verl", overrides=list(extra))
     tok = hf_tokenizer(str(tiny_qwen3))
@@ -98,9 +97,10 @@ def pads_and_features(processor_like, ids, mm) -> tuple[int, int]:
     return int((ids == pad).sum()), features
 
 
-def test_verl_worker_batches_paravt_trajectories_the_actor_can_train_on(tiny_qwen3, synth_small, tmp_path,
+@pytest.mark.parametrize("mode", ["frames", "subagent"])
+def test_verl_worker_batches_paravt_trajectories_the_actor_can_train_on(tiny_qwen3, synth_small, tmp_path, mode,
                                                                         no_torchvision_processor):  # fmt: skip
-    cfg, samples, policy, batch = run_worker(tiny_qwen3, synth_small, tmp_path)
+    cfg, samples, policy, batch = run_worker(tiny_qwen3, synth_small, tmp_path, mode=mode)
     b = batch.batch
     n = len(batch)
     assert n == 4 and b["position_ids"].shape == (n, 4, b["input_ids"].shape[1])  # text + 3 M-RoPE rows
@@ -113,7 +113,8 @@ def test_verl_worker_batches_paravt_trajectories_the_actor_can_train_on(tiny_qwe
         pads, features = pads_and_features(proc, ids, mm[i])
         assert pads == features > 0
         index = int(batch.non_tensor_batch["extra_info"][i]["index"])
-        local = local_episode(samples, index, ["env.tool_result=frames"])
+        local = local_episode(samples, index, [f"env.tool_result={mode}"],
+                              subagent=(lambda request: "a red circle") if mode == "subagent" else None)  # fmt: skip
         # the same reward (score on the last response token), K and frames as the local trainer's env
         assert float(b["rm_scores"][i].sum()) == pytest.approx(local["reward"])
         assert batch.non_tensor_batch["frame_budget"][i] == local["K"] and local["K"] in (4, 8)
@@ -137,6 +138,8 @@ def test_verl_worker_batches_paravt_trajectories_the_actor_can_train_on(tiny_qwe
         assert "<think>" not in proc.tokenizer.decode(b["responses"][i][resp_mask])
         assert proc.tokenizer.decode(b["prompts"][i]).endswith("<|im_start|>assistant\n<think>\n")
         assert text.endswith("<|im_start|>assistant\n<think>\n")
+        # sub-agent mode: the crops come back as summaries generated on verl's server, no crop frame
+        assert ("sub-agent summary:" in text) == (mode == "subagent")
 
 
 def test_a_tool_response_that_does_not_fit_is_not_committed(tiny_qwen3, synth_small, tmp_path, no_torchvision_processor):
