@@ -99,6 +99,8 @@ def install_engine(session: nox.Session, name: str, engine: Engine) -> None:
         package = engine.requirement.split("[")[0].split("=")[0]
         listed = session.run_install("python", "-c", LIST_REQUIREMENTS, package, json.dumps(sorted(engine.gpu_only)),
                                      silent=True)  # fmt: skip
+        if listed is None:  # -R / --no-install: the environment is reused as it stands
+            return
         session.install(*json.loads(listed.strip().splitlines()[-1]), *engine.pins)
         for dep, why in engine.gpu_only.items():
             session.log(f"{name}: left out {dep} ({why})")
