@@ -17,7 +17,7 @@ SKIP = [
     (r"\bRUN/", "RUN stands for a training run's directory"),
     (r"\$HF_HOME|\$DATA", "the released benchmark / training data"),
     (r"openai:|sglang:", "a model server"),
-    (r"^paravt export openrlhf --data /data/", "/data/paravt_rl.parquet stands for the released parquet"),
+    (r"^paravt export openrlhf .*--data /data/", "/data/paravt_rl.parquet stands for the released parquet"),
     (r"^paravt serve-env", "a server runs until stopped (tests/scripts/test_serve_env.py starts it as a process)"),
 ]
 

@@ -5,7 +5,9 @@ the tiny Qwen3-VL behind ``LocalServerManager`` gives a well-formed trajectory."
 import numpy as np
 import pytest
 
-pytest.importorskip("verl.experimental.agent_loop.agent_loop")
+from engine_env import engine_import  # tests/engine_env.py
+
+engine_import("verl", "verl.experimental.agent_loop.agent_loop")
 torch = pytest.importorskip("torch")
 
 import hydra  # noqa: E402
