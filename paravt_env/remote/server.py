@@ -1,36 +1,52 @@
-"""``paravt serve-env``: ``VideoToolEnv`` over HTTP, one env per session, many sessions at once.
+"""``paravt serve-env``: ``VideoToolEnv`` over HTTP, one env per session, many sessions at once, on FastAPI with
+uvicorn.
 
 The server owns its data (``--data``): a client picks a sample by ``index`` or ``sample_id``, never by a path.
-Routes (JSON in and out; the wire format of observations is ``paravt_env.remote.wire``):
+Routes (JSON in and out; the wire format of observations is ``paravt_env.remote.wire``; the OpenAPI schema of every
+request and reply at ``/docs`` and ``/openapi.json``):
 
-- ``GET /health``: ``{"status": "ok", "sessions", "max_sessions", "samples", "uptime_s"}``
+- ``GET /health``: ``{"status": "ok", "sessions", "max_sessions", "samples", "steps_served", "uptime_s", "limits"}``
 - ``GET /v1/samples``: ``{"samples": [{"index", "id", "question_type", "duration"}, ...]}``
 - ``POST /v1/sessions`` ``{"options": {...}, "frame_encoding": "raw" | "png", "render_mode": null | "rgb_array"}``:
-  a new env with the options ``gymnasium.make("ParaVT/VideoTool-v0", ...)`` takes (201, ``session_id``, the
-  spaces' bounds, the full config)
+  a new env with the options ``gymnasium.make("ParaVT/VideoTool-v0", ...)`` takes, within the server's bounds
+  (201, ``session_id``, the spaces' bounds, the full config)
 - ``POST /v1/sessions/{id}/reset`` ``{"seed": int | null, "options": {"index" | "sample_id", "epoch", "frame_budget"}}``:
   ``{"observation", "info", "sample"}``
 - ``POST /v1/sessions/{id}/step`` ``{"action": str}``: ``{"observation", "reward", "terminated", "truncated", "info"}``
 - ``GET /v1/sessions/{id}/render``: ``{"frame": FRAMES}`` (the contact sheet; sessions opened with ``rgb_array``)
 - ``DELETE /v1/sessions/{id}`` (or ``POST .../close``): closes the env
+- ``/openenv/...``: the same env in OpenEnv's protocol (``paravt_env.remote.openenv``)
 
-Errors are ``{"error": {"message", "type", "code"}}`` with a 4xx naming the field at fault: 400 bad field or
-option (``type`` is the exception the in-process env raised: TypeError, ValueError, IndexError), 404 no such
-route or session, 405 wrong method, 409 step after the episode ended or while the session is busy, 410 a
-session closed for idling, 411 / 413 missing or too large a body, 422 the server's own video of the asked
-sample cannot be decoded, 503 (with ``Retry-After``) all sessions taken or too many requests in flight.
+Errors are ``{"error": {"message", "type", "code"}}`` with a 4xx naming the field at fault: 400 bad field, option
+or body (``type`` is the exception the in-process env raised: TypeError, ValueError, IndexError), 404 no such
+route or session, 405 wrong method, 408 a body not received within ``body_timeout_s``, 409 step after the episode
+ended or while the session is busy, 410 a session closed for idling, 411 / 413 missing or too large a body, 422
+the server cannot decode the asked sample's video (the sample named, never the server's path), 503 (with
+``Retry-After``) all sessions taken or too many requests in flight.
+
+What a client can hold is bounded (``EnvServerLimits``): a request is admitted (counted in flight) only once its
+whole body has arrived within ``body_timeout_s``, so slow senders hold a connection, not a slot; every option that
+scales memory or work (pixels, frames, crops, parallel calls, turns, action length) has a ceiling, reported by
+``/health``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
-import sys
+import socket
 import threading
 import time
-from dataclasses import fields
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from dataclasses import asdict, fields
+from typing import Any, Literal
+
+import anyio
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..data import VideoQASample
 from .sessions import API, ApiError, EnvServerLimits, Session, SessionStore
@@ -38,34 +54,312 @@ from .wire import WireError, jsonable
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ApiError", "EnvServer", "EnvServerLimits", "serve_env"]
+__all__ = ["ApiError", "EnvServer", "EnvServerLimits", "create_app", "serve_env"]
+
+SEED_MAX = 2**64 - 1  # numpy's seed range: a 4,400-digit seed is a 400, not a 500
 
 
-class EnvServer(ThreadingHTTPServer):
-    """The HTTP server of a ``SessionStore``; a thread reaps idle sessions, ``max_inflight`` bounds requests."""
+# --- the requests and replies (pydantic: validation, and the OpenAPI schema at /docs) ---------------------------
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
 
-    daemon_threads = True
-    request_queue_size = 256
+
+class SessionRequest(_Strict):
+    options: dict[str, Any] = Field(default_factory=dict, description="EnvConfig fields, within the server's bounds")
+    frame_encoding: Literal["raw", "png"] = "raw"
+    render_mode: Literal["rgb_array"] | None = None
+
+
+class ResetRequest(_Strict):
+    seed: int | None = Field(None, ge=0, le=SEED_MAX)
+    options: dict[str, Any] | None = Field(None, description="index or sample_id, epoch, frame_budget")
+
+
+class StepRequest(_Strict):
+    action: str = Field(description="the agent's whole turn")
+
+
+class Health(BaseModel):
+    status: str
+    sessions: int
+    max_sessions: int
+    samples: int
+    steps_served: int
+    uptime_s: float
+    limits: dict[str, float]
+
+
+class SessionOpened(BaseModel):
+    session_id: str
+    frame_encoding: str
+    spaces: dict[str, int]
+    config: dict[str, Any]
+
+
+class ResetReply(BaseModel):
+    observation: dict[str, Any]
+    info: dict[str, Any]
+    sample: dict[str, Any]
+
+
+class StepReply(BaseModel):
+    observation: dict[str, Any]
+    reward: float
+    terminated: bool
+    truncated: bool
+    info: dict[str, Any]
+
+
+def _error(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status, headers=headers)
+
+
+# --- bounded requests: the body read with a size cap and a deadline before the request counts ------------------
+class BoundedRequests:
+    """ASGI middleware: the whole body is read (at most ``max_body_bytes``, within ``body_timeout_s``) and
+    parsed as JSON (depth and number size refused as 400) before the request is admitted; at most
+    ``max_inflight`` admitted requests run at once (503 beyond)."""
+
+    def __init__(self, app: Any, limits: EnvServerLimits) -> None:
+        self.app, self.limits = app, limits
+        self.inflight = 0
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limits = self.limits
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        method = scope["method"]
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError:
+                await _error(400, f"Content-Length {declared.decode(errors='replace')!r} is not an integer",
+                             "BadRequest", {"Connection": "close"})(scope, receive, send)  # fmt: skip
+                return
+            if size > limits.max_body_bytes:
+                await _error(413, f"the body is {size} bytes, above the limit of {limits.max_body_bytes}", "BadRequest",
+                             {"Connection": "close"})(scope, receive, send)  # fmt: skip
+                return
+        elif method in ("POST", "PUT") and headers.get(b"transfer-encoding") is None:
+            await _error(411, "a Content-Length header is required", "BadRequest", {"Connection": "close"})(scope, receive, send)
+            return
+        try:
+            body = await asyncio.wait_for(self._read(receive), limits.body_timeout_s)
+        except asyncio.TimeoutError:
+            await _error(408, f"the body did not arrive within {limits.body_timeout_s:g} s", "RequestTimeout",
+                         {"Connection": "close"})(scope, receive, send)  # fmt: skip
+            return
+        except _TooLarge:
+            await _error(413, f"the body is above the limit of {limits.max_body_bytes} bytes", "BadRequest",
+                         {"Connection": "close"})(scope, receive, send)  # fmt: skip
+            return
+        except _Disconnected:
+            return
+        if body:
+            problem = _json_problem(body)
+            if problem:
+                await _error(400, problem, "BadRequest")(scope, receive, send)
+                return
+        if self.inflight >= limits.max_inflight:
+            await _error(503, f"{limits.max_inflight} requests in flight; retry later", "ServerBusy",
+                         {"Retry-After": "1"})(scope, receive, send)  # fmt: skip
+            return
+        self.inflight += 1
+        sent = False
+
+        async def replay() -> dict:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            self.inflight -= 1
+
+    async def _read(self, receive: Any) -> bytes:
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Disconnected
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limits.max_body_bytes:
+                raise _TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Disconnected(Exception):
+    pass
+
+
+def _json_problem(body: bytes) -> str | None:
+    """Why ``body`` is not a JSON object this server parses, or None."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "the body is not UTF-8"
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        return "the body is nested too deeply"
+    except json.JSONDecodeError as exc:
+        return f"the body is not JSON ({exc.msg} at position {exc.pos})"
+    except ValueError as exc:  # e.g. an integer of more digits than Python parses
+        return f"the body is not JSON this server accepts ({exc})"
+    if not isinstance(value, dict):
+        return f"the body must be a JSON object, got {type(value).__name__}"
+    return None
+
+
+# --- the app --------------------------------------------------------------------------------------------------
+def create_app(server: EnvServer) -> FastAPI:
+    """The FastAPI app of ``server`` (its store, limits and thread limiter)."""
+    store, limits = server.store, server.limits
+    app = FastAPI(title="paravt serve-env", version="1",
+                  description="VideoToolEnv sessions over HTTP (ParaVT-Gym). Errors: {error: {message, type, code}}.")  # fmt: skip
+
+    async def in_thread(fn: Any, *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(fn, *args, limiter=server.limiter)
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return _error(exc.status, str(exc), exc.kind, exc.headers)
+
+    @app.exception_handler(WireError)
+    async def _wire_error(request: Request, exc: WireError) -> JSONResponse:
+        return _error(400, str(exc), "ValueError")
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for e in exc.errors():
+            loc = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
+            if e.get("type") == "extra_forbidden":
+                problems.append(f"unknown field {loc!r}")
+            else:
+                problems.append(f"{loc or 'body'}: {e.get('msg')}")
+        kind = "TypeError" if any("type" in str(e.get("type")) for e in exc.errors()) else "ValueError"
+        return _error(400, "; ".join(problems) or "invalid request", kind)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 404:
+            return _error(404, f"no route {request.method} {request.url.path}", "NoSuchRoute")
+        if exc.status_code == 405:
+            return _error(405, f"{request.method} is not allowed on {request.url.path}", "MethodNotAllowed")
+        return _error(exc.status_code, str(exc.detail), "HTTPError")
+
+    @app.exception_handler(Exception)
+    async def _fault(request: Request, exc: Exception) -> JSONResponse:  # answered, never a dropped connection
+        logger.exception("%s %s failed", request.method, request.url.path)
+        return _error(500, f"the server failed on this request ({type(exc).__name__})", "ServerError")
+
+    @app.get("/health", response_model=Health)
+    async def health() -> dict[str, Any]:
+        return server.health()
+
+    @app.get(f"{API}/samples")
+    async def samples() -> dict[str, Any]:
+        return {"samples": [{"index": i, "id": s.id, "question_type": s.question_type, "duration": s.duration}
+                            for i, s in enumerate(store.samples)]}  # fmt: skip
+
+    @app.post(f"{API}/sessions", status_code=201, response_model=SessionOpened)
+    async def open_session(body: SessionRequest) -> dict[str, Any]:
+        session = await in_thread(store.open_session, body.model_dump())
+        return server.opened(session)
+
+    @app.post(f"{API}/sessions/{{sid}}/reset", response_model=ResetReply)
+    async def reset(sid: str, body: ResetRequest) -> dict[str, Any]:
+        return await in_thread(server.locked, sid, lambda s: store.reset(s, body.model_dump(exclude_none=False)))
+
+    @app.post(f"{API}/sessions/{{sid}}/step", response_model=StepReply)
+    async def step(sid: str, body: StepRequest) -> dict[str, Any]:
+        return await in_thread(server.locked, sid, lambda s: store.step(s, body.model_dump()))
+
+    @app.get(f"{API}/sessions/{{sid}}/render")
+    async def render(sid: str) -> dict[str, Any]:
+        return await in_thread(server.locked, sid, store.render)
+
+    @app.delete(f"{API}/sessions/{{sid}}")
+    @app.post(f"{API}/sessions/{{sid}}/close")
+    async def close(sid: str) -> dict[str, Any]:
+        await in_thread(store.close_session, sid)
+        return {"closed": sid}
+
+    return app
+
+
+class EnvServer:
+    """``paravt serve-env``'s server: a ``SessionStore`` behind the FastAPI app, served by uvicorn on a socket
+    bound at construction (a busy port fails here, as an ``OSError``). ``serve_forever`` blocks; ``shutdown``
+    (from another thread) stops it; ``server_close`` closes every session. A thread reaps idle sessions."""
 
     def __init__(self, address: tuple[str, int], samples: list[VideoQASample], limits: EnvServerLimits | None = None):
+        import uvicorn
+
         self.limits = limits or EnvServerLimits()
         self.store = SessionStore(samples, self.limits)
-        self.inflight = 0
-        self._inflight_lock = threading.Lock()
         self.started = time.monotonic()
-        super().__init__(address, _Handler)
+        self.limiter = anyio.CapacityLimiter(max(8, min(self.limits.max_inflight, 256)))
+        self.socket = socket.socket(socket.AF_INET6 if ":" in address[0] else socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.socket.bind(address)
+            self.socket.listen(1024)
+        except OSError:
+            self.socket.close()
+            self.store.close_all()
+            raise
+        self.server_address = self.socket.getsockname()
+        self.bounded = BoundedRequests(create_app(self), self.limits)
+        self._uvicorn = uvicorn.Server(uvicorn.Config(self.bounded, log_level="warning", access_log=False, lifespan="off",
+                                                      timeout_keep_alive=int(max(1, self.limits.socket_timeout_s))))  # fmt: skip
         self._stop = threading.Event()
+        self._served = threading.Event()
         self._reaper = threading.Thread(target=self._reap_loop, name="serve-env-reaper", daemon=True)
         self._reaper.start()
 
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     @property
     def sessions(self) -> dict[str, Session]:
         return self.store.sessions
+
+    @property
+    def inflight(self) -> int:
+        return self.bounded.inflight
+
+    def serve_forever(self) -> None:
+        try:
+            self._uvicorn.run(sockets=[self.socket])
+        finally:
+            self._served.set()
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        self._uvicorn.should_exit = True
+        self._served.wait(timeout)
+
+    def server_close(self) -> None:
+        self._stop.set()
+        self._uvicorn.should_exit = True
+        self.socket.close()
+        self.store.close_all()
 
     def _reap_loop(self) -> None:
         period = min(5.0, self.limits.idle_timeout_s / 4)
@@ -75,120 +369,15 @@ class EnvServer(ThreadingHTTPServer):
             except Exception:  # the reaper must outlive one bad close
                 logger.exception("reaping idle sessions failed")
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that drops its connection (reset, broken pipe) is not a server fault: no traceback on stderr.
-        exc = sys.exc_info()[1]
-        if isinstance(exc, (ConnectionError, TimeoutError)):
-            logger.debug("client %s went away: %s", client_address, exc)
-            return
-        logger.exception("request from %s failed", client_address)
-
-    def server_close(self) -> None:
-        self._stop.set()
-        super().server_close()
-        self.store.close_all()
-
-    def admit(self) -> bool:
-        with self._inflight_lock:
-            if self.inflight >= self.limits.max_inflight:
-                return False
-            self.inflight += 1
-            return True
-
-    def leave(self) -> None:
-        with self._inflight_lock:
-            self.inflight -= 1
-
     def health(self) -> dict[str, Any]:
         store = self.store
         with store.lock:
             n, steps = len(store.sessions), store.steps_served
         return {"status": "ok", "sessions": n, "max_sessions": self.limits.max_sessions, "samples": len(store.samples),
-                "steps_served": steps, "uptime_s": round(time.monotonic() - self.started, 3)}  # fmt: skip
+                "steps_served": steps, "uptime_s": round(time.monotonic() - self.started, 3),
+                "limits": {k: float(v) for k, v in asdict(self.limits).items()}}  # fmt: skip
 
-
-class _Handler(BaseHTTPRequestHandler):
-    server: EnvServer
-    protocol_version = "HTTP/1.1"  # keep-alive: a step is one round trip, not a TCP handshake
-
-    def setup(self) -> None:
-        self.timeout = self.server.limits.socket_timeout_s
-        super().setup()
-
-    def log_message(self, fmt: str, *args: Any) -> None:
-        logger.debug("%s " + fmt, self.address_string(), *args)
-
-    def _send(self, code: int, payload: dict, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload, allow_nan=False).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        try:
-            self.wfile.write(data)
-        except OSError:
-            self.close_connection = True
-
-    def _body(self) -> dict[str, Any]:
-        declared = self.headers.get("Content-Length")
-        if declared is None:
-            raise ApiError(411, "a Content-Length header is required")
-        try:
-            size = int(declared)
-        except ValueError:
-            raise ApiError(400, f"Content-Length {declared!r} is not an integer") from None
-        if size < 0:
-            raise ApiError(400, f"Content-Length {size} is negative")
-        if size > self.server.limits.max_body_bytes:
-            raise ApiError(413, f"the body is {size} bytes, above the limit of {self.server.limits.max_body_bytes}")
-        raw = self.rfile.read(size)
-        self._body_read = True
-        try:
-            body = json.loads(raw.decode("utf-8")) if raw else {}
-        except UnicodeDecodeError:
-            raise ApiError(400, "the body is not UTF-8") from None
-        except json.JSONDecodeError as exc:
-            raise ApiError(400, f"the body is not JSON ({exc.msg} at position {exc.pos})") from None
-        if not isinstance(body, dict):
-            raise ApiError(400, f"the body must be a JSON object, got {type(body).__name__}")
-        return body
-
-    def _route(self, method: str) -> tuple[Any, int]:
-        """The handler of this request and the status it answers with."""
-        path = self.path.split("?", 1)[0].rstrip("/") or "/"
-        srv, store = self.server, self.server.store
-        parts = path.split("/")
-        table: dict[tuple[str, str], Any] = {
-            ("GET", "/health"): (lambda: srv.health(), 200),
-            ("GET", f"{API}/samples"): (lambda: {"samples": [
-                {"index": i, "id": s.id, "question_type": s.question_type, "duration": s.duration}
-                for i, s in enumerate(store.samples)]}, 200),  # fmt: skip
-            ("POST", f"{API}/sessions"): (lambda: self._opened(store.open_session(self._body())), 201),
-        }
-        if (method, path) in table:
-            return table[(method, path)]
-        if path.startswith(f"{API}/sessions/") and len(parts) in (4, 5):
-            sid, action = parts[3], (parts[4] if len(parts) == 5 else "")
-            routes = {
-                ("POST", "reset"): lambda s: store.reset(s, self._body()),
-                ("POST", "step"): lambda s: store.step(s, self._body()),
-                ("GET", "render"): lambda s: store.render(s),
-            }
-            if (method, action) in routes:
-                return (lambda: self._locked(sid, routes[(method, action)]), 200)
-            if (method, action) in (("DELETE", ""), ("POST", "close")):
-                return (lambda: (store.close_session(sid), {"closed": sid})[1], 200)
-            if action in ("reset", "step", "render", "close", ""):
-                raise ApiError(405, f"{method} is not allowed on {path}", "MethodNotAllowed")
-        if any(p == path for (_, p) in table):
-            raise ApiError(405, f"{method} is not allowed on {path}", "MethodNotAllowed")
-        raise ApiError(404, f"no route {method} {path}", "NoSuchRoute")
-
-    def _opened(self, session: Session) -> dict[str, Any]:
+    def opened(self, session: Session) -> dict[str, Any]:
         env = session.env
         return {
             "session_id": session.id,
@@ -199,8 +388,8 @@ class _Handler(BaseHTTPRequestHandler):
             "config": jsonable({f.name: getattr(env.config, f.name) for f in fields(env.config) if f.name != "subagent"}),
         }
 
-    def _locked(self, sid: str, call: Any) -> dict[str, Any]:
-        session = self.server.store.session(sid)
+    def locked(self, sid: str, call: Any) -> dict[str, Any]:
+        session = self.store.session(sid)
         if not session.lock.acquire(blocking=False):
             raise ApiError(409, f"session {sid} is busy with another request: an env takes one call at a time", "SessionBusy")
         try:
@@ -208,41 +397,6 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             session.last_used = time.monotonic()
             session.lock.release()
-
-    def _handle(self, method: str) -> None:
-        if not self.server.admit():
-            self.close_connection = True
-            self._send(503, {"error": {"message": f"{self.server.limits.max_inflight} requests in flight; retry later",
-                                       "type": "ServerBusy", "code": 503}}, {"Retry-After": "1"})  # fmt: skip
-            return
-        self._body_read = False
-        try:
-            call, status = self._route(method)
-            self._send(status, call())
-        except ApiError as exc:
-            # A request refused before its body was read leaves the stream out of step: close the connection.
-            if not self._body_read and self.headers.get("Content-Length", "0").strip() not in ("", "0"):
-                self.close_connection = True
-            self._send(exc.status, {"error": {"message": str(exc), "type": exc.kind, "code": exc.status}}, exc.headers)
-        except WireError as exc:
-            self._send(400, {"error": {"message": str(exc), "type": "ValueError", "code": 400}})
-        except Exception as exc:  # a server fault is answered (500), not a dropped connection
-            logger.exception("%s %s failed", method, self.path)
-            self._send(500, {"error": {"message": f"{type(exc).__name__}: {exc}", "type": "ServerError", "code": 500}})
-        finally:
-            self.server.leave()
-
-    def do_GET(self) -> None:
-        self._handle("GET")
-
-    def do_POST(self) -> None:
-        self._handle("POST")
-
-    def do_DELETE(self) -> None:
-        self._handle("DELETE")
-
-    def do_PUT(self) -> None:
-        self._handle("PUT")
 
 
 def serve_env(data: str, host: str = "127.0.0.1", port: int = 8100, *, video_root: str | None = None,
@@ -254,7 +408,7 @@ def serve_env(data: str, host: str = "127.0.0.1", port: int = 8100, *, video_roo
     server = EnvServer((host, port), samples, limits)
     lim = server.limits
     ready(f"paravt serve-env: {len(samples)} samples from {data} at {server.url} "
-          f"(at most {lim.max_sessions} sessions, closed after {lim.idle_timeout_s:g} s idle)")  # fmt: skip
+          f"(at most {lim.max_sessions} sessions, closed after {lim.idle_timeout_s:g} s idle; API docs at {server.url}/docs)")  # fmt: skip
     try:
         server.serve_forever()
     finally:

@@ -47,7 +47,24 @@ class EnvServerLimits:
     max_inflight: int = 256
     """Requests being served at once; beyond it 503 (a thread per request is cheap, unboundedly many are not)."""
     socket_timeout_s: float = 120.0
-    """A connection silent this long (mid-request or idle keep-alive) is dropped, freeing its thread."""
+    """An idle keep-alive connection is dropped after this long."""
+    body_timeout_s: float = 30.0
+    """A request's whole body must arrive within this long (408 otherwise); only then does it count in flight."""
+    # Ceilings on what a session may ask of the server: every option that scales its memory or work.
+    max_frame_budget: int = 256
+    """Overview frames K (``frame_budget``, each of ``gating_choices``, a reset's ``frame_budget``)."""
+    max_pixels: int = 200704
+    """Pixels of one frame (``max_pixels``, ``min_pixels``): 448 x 448."""
+    max_crop_frames: int = 64
+    """Frames of one crop (``crop_max_frames``)."""
+    max_crop_fps: float = 8.0
+    """Crop sampling rate (``crop_fps``)."""
+    max_parallel: int = 16
+    """Crops of one turn (``max_parallel``)."""
+    max_turns: int = 16
+    """Turns of an episode (``max_turns``)."""
+    max_action_chars: int = 262144
+    """Characters of a turn the env reads (``max_action_chars``)."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -70,6 +87,31 @@ def public_sample(sample: VideoQASample) -> dict[str, Any]:
     row["video_path"] = PurePath(sample.video_path).name
     row["extra"] = {k: v for k, v in row["extra"].items() if not (isinstance(v, str) and ("/" in v or "\\" in v))}
     return jsonable(row)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_bounds(options: dict[str, Any], limits: EnvServerLimits) -> None:
+    """Refuse (400, naming the option and the ceiling) any option above what ``limits`` lets one session ask."""
+    ceilings = {"frame_budget": limits.max_frame_budget, "max_pixels": limits.max_pixels, "min_pixels": limits.max_pixels,
+                "crop_max_frames": limits.max_crop_frames, "crop_fps": limits.max_crop_fps,
+                "max_parallel": limits.max_parallel, "max_turns": limits.max_turns,
+                "max_action_chars": limits.max_action_chars}  # fmt: skip
+    for key, ceiling in ceilings.items():
+        value = options.get(key)
+        if _number(value) and value > ceiling:
+            raise ApiError(400, f"option {key!r} = {value} is above this server's limit of {ceiling:g} "
+                                "(GET /health lists the limits)", "ValueError")  # fmt: skip
+    choices = options.get("gating_choices")
+    if isinstance(choices, (list, tuple)):
+        if len(choices) > 64:
+            raise ApiError(400, f"option 'gating_choices' has {len(choices)} entries, above 64", "ValueError")
+        for c in choices:
+            if _number(c) and c > limits.max_frame_budget:
+                raise ApiError(400, f"option 'gating_choices' holds {c}, above this server's frame budget limit of "
+                                    f"{limits.max_frame_budget}", "ValueError")  # fmt: skip
 
 
 def _env_options(options: Any) -> dict[str, Any]:
@@ -119,6 +161,7 @@ class SessionStore:
         if encoding not in FRAME_ENCODINGS:
             raise ApiError(400, f"'frame_encoding' must be one of {list(FRAME_ENCODINGS)}, got {encoding!r}")
         options = _env_options(body.get("options", {}))
+        check_bounds(options, self.limits)
         try:
             config = EnvConfig.from_kwargs(**options)
             env = VideoToolEnv(self.samples, config, render_mode=body.get("render_mode"))
@@ -203,12 +246,19 @@ class SessionStore:
         for key in ("index", "epoch", "frame_budget"):
             if key in options and options[key] is not None and not (isinstance(options[key], int) and not isinstance(options[key], bool)):
                 raise ApiError(400, f"reset option {key!r} must be an integer, got {options[key]!r}", "TypeError")
+        if isinstance(options.get("epoch"), int) and not 0 <= options["epoch"] < 2**63:
+            raise ApiError(400, f"reset option 'epoch' must be in [0, 2**63), got {options['epoch']}", "ValueError")
+        check_bounds({"frame_budget": options.get("frame_budget")}, self.limits)
         try:
             obs, info = session.env.reset(seed=seed, options=options)
         except (TypeError, ValueError, IndexError) as exc:
             raise ApiError(400, str(exc), type(exc).__name__) from None
-        except (VideoDecodeError, FileNotFoundError) as exc:
-            raise ApiError(422, f"the server cannot read this sample's video: {exc}", type(exc).__name__) from None
+        except (VideoDecodeError, FileNotFoundError, OSError) as exc:
+            # the server's log has the path; the client learns which sample, never where the server keeps it
+            sample = self.samples[options["index"]].id if isinstance(options.get("index"), int) and 0 <= options["index"] < len(self.samples) else "?"
+            logger.warning("session %s: cannot read the video of sample %s: %s", session.id, sample, exc)
+            raise ApiError(422, f"the server cannot read the video of sample {sample!r} ({type(exc).__name__}); "
+                                "its operator has the details in the server log", type(exc).__name__) from None  # fmt: skip
         return {"observation": encode_observation(obs, session.encoding), "info": jsonable(info),
                 "sample": public_sample(session.env.sample)}  # fmt: skip
 
