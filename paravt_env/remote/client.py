@@ -9,12 +9,19 @@ sub-agent). Observations, rewards and ``info`` are the in-process env's: the sam
 same dicts (``info["timing"]`` a ``StepTiming``). An error the in-process env would raise is raised here with
 the same type (TypeError, ValueError, IndexError, RuntimeError) and the server's message; a server that
 cannot be reached or refuses for its own reasons raises ``RemoteEnvError``.
+
+The client bounds what it accepts: a reply larger than ``max_reply_bytes`` or slower than ``timeout`` in total
+(not per read: a server trickling a byte a second is cut at the deadline) is abandoned; every frame is checked
+against the observation space before it is decoded (a PNG by the size its header declares); a reply of the
+wrong shape raises ``RemoteEnvError`` naming what was wrong.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -26,7 +33,7 @@ from ..config import EnvConfig
 from ..data import VideoQASample
 from ..spaces import AnyText, FrameBatch, Timestamps
 from ..timing import StepTiming
-from .wire import FRAME_ENCODINGS, decode_frames, decode_observation, jsonable
+from .wire import FRAME_ENCODINGS, WireError, decode_frames, decode_observation, jsonable
 
 # Exceptions the in-process env raises, raised again client-side with the server's message.
 _SAME_TYPE = {"TypeError": TypeError, "ValueError": ValueError, "IndexError": IndexError, "KeyError": KeyError,
@@ -57,14 +64,16 @@ class RemoteVideoToolEnv(gym.Env[dict, str]):
         url: the server, e.g. ``http://127.0.0.1:8100``.
         frame_encoding: ``"raw"`` (base64 bytes, cheapest on loopback) or ``"png"`` (lossless, about half the
             bytes of natural frames: for slow links).
-        timeout: seconds one request may take (a reset decodes an overview, a step runs crops).
+        timeout: seconds one request may take in total, reply included (a reset decodes an overview, a step
+            runs crops).
+        max_reply_bytes: largest reply accepted (default 512 MiB: 64 raw frames of 2.6 MP with base64 and room).
         render_mode: ``"rgb_array"`` for ``render()`` (the server draws the contact sheet).
         **options: the env's options (``EnvConfig`` fields).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
 
-    def __init__(self, url: str, *, frame_encoding: str = "raw", timeout: float = 300.0,
+    def __init__(self, url: str, *, frame_encoding: str = "raw", timeout: float = 300.0, max_reply_bytes: int = 512 << 20,
                  render_mode: str | None = None, **options: Any) -> None:  # fmt: skip
         if frame_encoding not in FRAME_ENCODINGS:
             raise ValueError(f"frame_encoding must be one of {FRAME_ENCODINGS}, got {frame_encoding!r}")
@@ -73,6 +82,7 @@ class RemoteVideoToolEnv(gym.Env[dict, str]):
         self.url = url.rstrip("/")
         self.render_mode = render_mode
         self.frame_encoding = frame_encoding
+        self.timeout, self.max_reply_bytes = float(timeout), int(max_reply_bytes)
         self._http = httpx.Client(base_url=self.url, timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)))
         self._session: str | None = None
         try:
@@ -81,11 +91,16 @@ class RemoteVideoToolEnv(gym.Env[dict, str]):
         except BaseException:  # refused (bad option, server full, unreachable): no connection left open
             self._http.close()
             raise
-        self._session = opened["session_id"]
-        cfg = dict(opened["config"])
-        cfg["gating_choices"] = tuple(cfg["gating_choices"])
-        self.config = EnvConfig(**cfg)
-        bounds = opened["spaces"]
+        try:
+            self._session = str(opened["session_id"])
+            cfg = dict(opened["config"])
+            cfg["gating_choices"] = tuple(cfg["gating_choices"])
+            self.config = EnvConfig(**cfg)
+            bounds = {k: int(opened["spaces"][k]) for k in ("max_frames", "max_pixels", "max_text_chars")}
+        except (KeyError, TypeError, ValueError) as exc:
+            self._http.close()
+            raise RemoteEnvError(f"serve-env at {self.url}: its new-session reply is malformed ({type(exc).__name__}: {exc})") from None
+        self._bounds = bounds
         self.observation_space = spaces.Dict(
             {
                 "text": AnyText(bounds["max_text_chars"]),
@@ -101,24 +116,57 @@ class RemoteVideoToolEnv(gym.Env[dict, str]):
     def session_id(self) -> str | None:
         return self._session
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _receive(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, bytes]:
+        """The reply's status and body, read within the total deadline and the size cap."""
+        deadline = time.monotonic() + self.timeout
+        where = f"serve-env at {self.url}: {method} {path}"
         try:
-            response = self._http.request(method, path, json=body)
+            with self._http.stream(method, path, json=body, timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0))) as r:
+                declared = r.headers.get("content-length")
+                if declared is not None and declared.isdigit() and int(declared) > self.max_reply_bytes:
+                    raise RemoteEnvError(f"{where}: the reply is {declared} bytes, above max_reply_bytes={self.max_reply_bytes}", r.status_code)
+                chunks, size = [], 0
+                for chunk in r.iter_raw():
+                    size += len(chunk)
+                    if size > self.max_reply_bytes:
+                        raise RemoteEnvError(f"{where}: the reply passed max_reply_bytes={self.max_reply_bytes}; abandoned", r.status_code)
+                    if time.monotonic() > deadline:
+                        raise RemoteEnvError(f"{where}: the reply did not finish within timeout={self.timeout:g} s; abandoned", r.status_code)
+                    chunks.append(chunk)
+                return r.status_code, b"".join(chunks)
         except httpx.HTTPError as exc:
-            raise RemoteEnvError(f"serve-env at {self.url}: {method} {path} failed: {type(exc).__name__}: {exc}") from None
+            raise RemoteEnvError(f"{where} failed: {type(exc).__name__}: {exc}") from None
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        status, raw = self._receive(method, path, body)
         try:
-            payload = response.json()
-        except ValueError:
-            raise RemoteEnvError(f"serve-env at {self.url}: {method} {path} answered {response.status_code} "
-                                 f"with a body that is not JSON", response.status_code) from None  # fmt: skip
-        if response.status_code >= 400:
-            error = payload.get("error", {}) if isinstance(payload, dict) else {}
-            message, kind = str(error.get("message", payload)), error.get("type")
-            if response.status_code in (400, 409) and kind in _SAME_TYPE:
+            payload = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise RemoteEnvError(f"serve-env at {self.url}: {method} {path} answered {status} "
+                                 f"with a body that is not JSON", status) from None  # fmt: skip
+        if status >= 400:
+            error = payload.get("error") if isinstance(payload, dict) else None
+            error = error if isinstance(error, dict) else {}
+            message, kind = str(error.get("message", payload))[:2000], error.get("type")
+            if status in (400, 409) and kind in _SAME_TYPE:
                 raise _SAME_TYPE[kind](message)
-            raise RemoteEnvError(f"serve-env at {self.url}: {message} (HTTP {response.status_code})",
-                                 response.status_code, kind)  # fmt: skip
+            raise RemoteEnvError(f"serve-env at {self.url}: {message} (HTTP {status})",
+                                 status, kind)  # fmt: skip
+        if not isinstance(payload, dict):
+            raise RemoteEnvError(f"serve-env at {self.url}: {method} {path} answered a JSON {type(payload).__name__}, not an object", status)
         return payload
+
+    def _observation(self, out: dict[str, Any], what: str, keys: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The reply's observation, checked against the observation space; every field in ``keys`` present."""
+        missing = [k for k in ("observation", "info", *keys) if k not in out]
+        if missing:
+            raise RemoteEnvError(f"serve-env at {self.url}: its {what} reply has no {missing}")
+        if not isinstance(out["info"], dict):
+            raise RemoteEnvError(f"serve-env at {self.url}: its {what} reply's 'info' is not an object")
+        try:
+            return decode_observation(out["observation"], **self._bounds)
+        except WireError as exc:
+            raise RemoteEnvError(f"serve-env at {self.url}: its {what} reply is malformed: {exc}") from None
 
     def _path(self, action: str = "") -> str:
         if self._session is None:
@@ -133,21 +181,32 @@ class RemoteVideoToolEnv(gym.Env[dict, str]):
         if isinstance(opts.get("sample"), VideoQASample):  # our own rollouts pass samples they listed from the server
             opts["sample_id"] = opts.pop("sample").id
         out = self._call("POST", self._path("reset"), {"seed": seed, "options": jsonable(opts)})
-        self._sample = VideoQASample.from_dict(out["sample"])
+        obs = self._observation(out, "reset", ("sample",))
+        try:
+            self._sample = VideoQASample.from_dict(out["sample"])
+        except (TypeError, ValueError, KeyError) as exc:
+            raise RemoteEnvError(f"serve-env at {self.url}: its reset reply's 'sample' is malformed: {exc}") from None
         self._turn_texts = []
-        return decode_observation(out["observation"]), _info(out["info"])
+        return obs, _info(out["info"])
 
     def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
         text = action if isinstance(action, str) else action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
         out = self._call("POST", self._path("step"), {"action": text})
+        obs = self._observation(out, "step", ("reward", "terminated", "truncated"))
+        if not isinstance(out["reward"], (int, float)) or isinstance(out["reward"], bool) or not all(
+                isinstance(out[k], bool) for k in ("terminated", "truncated")):  # fmt: skip
+            raise RemoteEnvError(f"serve-env at {self.url}: its step reply's reward / terminated / truncated have the wrong types")
         self._turn_texts.append(text[: self.config.max_action_chars])
-        return (decode_observation(out["observation"]), float(out["reward"]), bool(out["terminated"]),
-                bool(out["truncated"]), _info(out["info"]))  # fmt: skip
+        return obs, float(out["reward"]), out["terminated"], out["truncated"], _info(out["info"])
 
     def render(self) -> np.ndarray | None:
         if self.render_mode != "rgb_array":
             return None
-        return decode_frames(self._call("GET", self._path("render"))["frame"], "frame")[0]
+        out = self._call("GET", self._path("render"))
+        try:
+            return decode_frames(out.get("frame"), "frame", max_frames=1)[0]
+        except WireError as exc:
+            raise RemoteEnvError(f"serve-env at {self.url}: its render reply is malformed: {exc}") from None
 
     def close(self) -> None:
         """Close the server-side session (its env and decoders) and the connection; safe to call twice."""

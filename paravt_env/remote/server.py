@@ -227,7 +227,7 @@ def _json_problem(body: bytes) -> str | None:
 # --- the app --------------------------------------------------------------------------------------------------
 def create_app(server: EnvServer) -> FastAPI:
     """The FastAPI app of ``server`` (its store, limits and thread limiter)."""
-    store, limits = server.store, server.limits
+    store = server.store
     app = FastAPI(title="paravt serve-env", version="1",
                   description="VideoToolEnv sessions over HTTP (ParaVT-Gym). Errors: {error: {message, type, code}}.")  # fmt: skip
 

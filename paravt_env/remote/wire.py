@@ -96,8 +96,17 @@ def _b64(data: Any, where: str) -> bytes:
         raise WireError(f"{where} is not valid base64") from None
 
 
-def decode_frames(payload: Any, where: str = "frames") -> np.ndarray:
-    """The N x H x W x 3 uint8 array ``encode_frames`` wrote."""
+def png_size(data: bytes, where: str) -> tuple[int, int]:
+    """``(height, width)`` a PNG's header declares, read before anything is decoded."""
+    if len(data) < 24 or data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        raise WireError(f"{where}: not a PNG image (no PNG signature and IHDR header)")
+    return int.from_bytes(data[20:24], "big"), int.from_bytes(data[16:20], "big")
+
+
+def decode_frames(payload: Any, where: str = "frames", *, max_frames: int | None = None,
+                  max_pixels: int | None = None) -> np.ndarray:  # fmt: skip
+    """The N x H x W x 3 uint8 array ``encode_frames`` wrote. ``max_frames`` / ``max_pixels``: the bounds of the
+    observation space; frames beyond them are refused before anything is decoded (a PNG by its header)."""
     if not isinstance(payload, dict):
         raise WireError(f"{where} must be an object, got {type(payload).__name__}")
     encoding, shape = payload.get("encoding"), payload.get("shape")
@@ -108,6 +117,10 @@ def decode_frames(payload: Any, where: str = "frames") -> np.ndarray:
         raise WireError(f"{where}.shape must be [N, H, W, 3], got {shape!r}")
     if payload.get("dtype", "uint8") != "uint8":
         raise WireError(f"{where}.dtype must be 'uint8', got {payload.get('dtype')!r}")
+    if max_frames is not None and shape[0] > max_frames:
+        raise WireError(f"{where}: {shape[0]} frames, above the observation space's {max_frames}")
+    if max_pixels is not None and shape[1] * shape[2] > max_pixels:
+        raise WireError(f"{where}: {shape[1]}x{shape[2]} frames, above the observation space's {max_pixels} pixels")
     if encoding == "raw":
         raw = _b64(payload.get("data"), f"{where}.data")
         if len(raw) != math.prod(shape):
@@ -118,7 +131,11 @@ def decode_frames(payload: Any, where: str = "frames") -> np.ndarray:
         raise WireError(f"{where}.data must be a list of {shape[0]} PNG images")
     out = np.empty(shape, dtype=np.uint8)
     for i, item in enumerate(images):
-        image = _png_frame(_b64(item, f"{where}.data[{i}]"), f"{where}.data[{i}]")
+        data = _b64(item, f"{where}.data[{i}]")
+        declared = png_size(data, f"{where}.data[{i}]")
+        if declared != tuple(shape[1:3]):  # checked before decoding: a small body can declare a huge image
+            raise WireError(f"{where}.data[{i}] declares {declared[0]}x{declared[1]}, shape says {shape[1]}x{shape[2]}")
+        image = _png_frame(data, f"{where}.data[{i}]")
         if image.shape != tuple(shape[1:]):
             raise WireError(f"{where}.data[{i}] is {image.shape}, shape says {tuple(shape[1:])}")
         out[i] = image
@@ -133,14 +150,18 @@ def encode_observation(obs: dict[str, Any], encoding: str) -> dict[str, Any]:
     }
 
 
-def decode_observation(payload: Any) -> dict[str, Any]:
-    """The observation dict ``VideoToolEnv`` returned: ``text``, ``frames`` (uint8) and ``timestamps`` (float64)."""
+def decode_observation(payload: Any, *, max_frames: int | None = None, max_pixels: int | None = None,
+                       max_text_chars: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """The observation dict ``VideoToolEnv`` returned: ``text``, ``frames`` (uint8) and ``timestamps`` (float64),
+    checked against the observation space's bounds (given) before the frames are decoded."""
     if not isinstance(payload, dict) or not isinstance(payload.get("text"), str):
         raise WireError("observation must be an object with a string 'text'")
     stamps = payload.get("timestamps")
     if not isinstance(stamps, list) or not all(isinstance(t, (int, float)) for t in stamps):
         raise WireError("observation.timestamps must be a list of numbers")
-    frames = decode_frames(payload.get("frames"), "observation.frames")
+    if max_text_chars is not None and len(payload["text"]) > max_text_chars:
+        raise WireError(f"observation.text has {len(payload['text'])} characters, above the space's {max_text_chars}")
+    frames = decode_frames(payload.get("frames"), "observation.frames", max_frames=max_frames, max_pixels=max_pixels)
     if len(stamps) != len(frames):
         raise WireError(f"observation has {len(frames)} frames but {len(stamps)} timestamps")
     return {"text": payload["text"], "frames": frames, "timestamps": np.array(stamps, dtype=np.float64)}

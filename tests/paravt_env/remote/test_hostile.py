@@ -1,0 +1,220 @@
+"""Hostile clients against ``paravt serve-env`` and hostile servers against ``RemoteVideoToolEnv``: every bomb,
+trickle and malformed message is refused with a 4xx (server) or a ``RemoteEnvError`` naming it (client), and
+nothing grows without bound."""
+
+import base64
+import json
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+
+from paravt_env.remote import RemoteVideoToolEnv
+from paravt_env.remote.client import RemoteEnvError
+
+
+def post(url, path, body, **kw):
+    return httpx.post(url + path, json=body, timeout=60, **kw)
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"frame_budget": 100000}, "'frame_budget' = 100000 is above this server's limit of 256"),
+        ({"max_pixels": 12000 * 12000}, "'max_pixels'"),
+        ({"crop_max_frames": 5000}, "'crop_max_frames'"),
+        ({"crop_fps": 500.0}, "'crop_fps'"),
+        ({"max_parallel": 1500}, "'max_parallel' = 1500"),
+        ({"max_turns": 10000}, "'max_turns'"),
+        ({"gating_choices": [4, 100000]}, "gating_choices"),
+        ({"max_action_chars": 10**9}, "'max_action_chars'"),
+    ],
+)
+def test_options_above_the_servers_ceilings_are_refused(env_server, options, words):
+    r = post(env_server.url, "/v1/sessions", {"options": options})
+    assert r.status_code == 400 and words in r.json()["error"]["message"], r.text
+    limits = httpx.get(env_server.url + "/health").json()["limits"]
+    assert limits["max_frame_budget"] == 256 and limits["max_parallel"] == 16
+
+
+def test_a_reset_cannot_ask_for_more_frames_than_the_ceiling(env_server):
+    sid = post(env_server.url, "/v1/sessions", {"options": {"frame_budget": 4}}).json()["session_id"]
+    r = post(env_server.url, f"/v1/sessions/{sid}/reset", {"options": {"index": 0, "frame_budget": 5000}})
+    assert r.status_code == 400 and "frame_budget" in r.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        (b'{"seed": ' + b"9" * 4400 + b"}", "JSON this server accepts"),  # more digits than Python parses
+        (b'{"a": ' + b"[" * 200000 + b"]" * 200000 + b"}", "nested too deeply"),
+    ],
+)
+def test_json_bombs_are_400_not_500(env_server, raw, words):
+    sid = post(env_server.url, "/v1/sessions", {"options": {"frame_budget": 4}}).json()["session_id"]
+    r = httpx.post(env_server.url + f"/v1/sessions/{sid}/reset", content=raw, timeout=60)
+    assert r.status_code == 400 and words in r.json()["error"]["message"], r.text[:300]
+
+
+def test_a_seed_out_of_range_is_400(env_server):
+    sid = post(env_server.url, "/v1/sessions", {"options": {"frame_budget": 4}}).json()["session_id"]
+    r = post(env_server.url, f"/v1/sessions/{sid}/reset", {"seed": 2**70})
+    assert r.status_code == 400 and "seed" in r.json()["error"]["message"]
+
+
+def test_slow_senders_hold_no_slot(env_samples, start_env_server):
+    server = start_env_server(env_samples, max_inflight=4, body_timeout_s=2.0)
+    host, port = server.server_address[:2]
+    trickles = []
+    for _ in range(12):  # three times the in-flight slots, each sending its body a byte at a time
+        s = socket.create_connection((host, port), timeout=10)
+        s.sendall(b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        trickles.append(s)
+    time.sleep(0.3)
+    r = httpx.get(server.url + "/health", timeout=10)  # everyone else is still served
+    assert r.status_code == 200 and server.inflight == 0
+    assert post(server.url, "/v1/sessions", {"options": {"frame_budget": 4}}).status_code == 201
+    time.sleep(2.5)
+    for s in trickles:  # past the body deadline: each got a 408 and its connection closed
+        assert s.recv(200).split(b"\r\n")[0].endswith(b"408 Request Timeout")
+        s.close()
+
+
+def test_an_unreadable_video_names_the_sample_not_the_servers_path(env_samples, start_env_server, tmp_path):
+    import dataclasses
+
+    broken = tmp_path / "secret_dir" / "broken.mp4"
+    broken.parent.mkdir()
+    broken.write_bytes(b"not a video at all" * 100)
+    sample = dataclasses.replace(env_samples[0], id="broken-one", video_path=str(broken))
+    server = start_env_server([sample, *env_samples[1:]])
+    sid = post(server.url, "/v1/sessions", {"options": {"frame_budget": 4}}).json()["session_id"]
+    r = post(server.url, f"/v1/sessions/{sid}/reset", {"options": {"index": 0}})
+    assert r.status_code == 422 and "broken-one" in r.json()["error"]["message"]
+    assert "secret_dir" not in r.text and str(tmp_path) not in r.text
+
+
+# --- hostile servers ---------------------------------------------------------------------------------------
+SESSION = {"session_id": "s1", "frame_encoding": "png",
+           "spaces": {"max_frames": 8, "max_pixels": 12544, "max_text_chars": 1000},
+           "config": {"gating_choices": [4, 8], "frame_budget": 4}}  # fmt: skip
+
+
+class HostileServer:
+    """A loopback HTTP server that answers a new session properly and a reset with ``reply`` (bytes, sent at
+    ``rate`` bytes a second when given, or forever when ``endless``)."""
+
+    def __init__(self, reply: bytes = b"", rate: float | None = None, endless: bool = False) -> None:
+        self.reply, self.rate, self.endless = reply, rate, endless
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stop = False
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self) -> None:
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.handle, args=(conn,), daemon=True).start()
+
+    def handle(self, conn) -> None:
+        with conn:
+            try:
+                while True:
+                    head = b""
+                    while b"\r\n\r\n" not in head:
+                        chunk = conn.recv(65536)
+                        if not chunk:
+                            return
+                        head += chunk
+                    top, body = head.split(b"\r\n\r\n", 1)
+                    length = 0
+                    for line in top.split(b"\r\n")[1:]:
+                        key, _, value = line.partition(b":")
+                        if key.strip().lower() == b"content-length":
+                            length = int(value.strip())
+                    while len(body) < length:
+                        body += conn.recv(65536)
+                    path = head.split(b" ")[1]
+                    if path == b"/v1/sessions":
+                        data = json.dumps(SESSION).encode()
+                        conn.sendall(b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(data) + data)
+                    elif path.endswith(b"/reset"):
+                        self.send_reply(conn)
+                        return
+                    else:
+                        conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}')
+            except OSError:
+                return
+
+    def send_reply(self, conn) -> None:
+        if self.endless:
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
+            chunk = b" " * 65536
+            while not self.stop:
+                conn.sendall(chunk)
+            return
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(self.reply))
+        if self.rate is None:
+            conn.sendall(self.reply)
+            return
+        for i in range(len(self.reply)):
+            if self.stop:
+                return
+            conn.sendall(self.reply[i : i + 1])
+            time.sleep(1 / self.rate)
+
+    def close(self) -> None:
+        self.stop = True
+        self.sock.close()
+
+
+def png_declaring(width: int, height: int) -> str:
+    """A PNG header claiming ``width`` x ``height`` (the rest need not decode: the client must not get that far)."""
+    import zlib
+
+    ihdr = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])
+    chunk = b"IHDR" + ihdr
+    return base64.b64encode(b"\x89PNG\r\n\x1a\n" + len(ihdr).to_bytes(4, "big") + chunk + zlib.crc32(chunk).to_bytes(4, "big")).decode()
+
+
+def reset_reply(frames: dict, **extra) -> bytes:
+    body = {"observation": {"text": "<image>", "timestamps": [0.0], "frames": frames}, "info": {}, "sample": {}, **extra}
+    return json.dumps(body).encode()
+
+
+@pytest.mark.parametrize(
+    ("server_kwargs", "client_kwargs", "words"),
+    [
+        ({"endless": True}, {"max_reply_bytes": 1 << 20}, "max_reply_bytes"),
+        ({"reply": b'{"observation": null}' + b" " * 200, "rate": 20.0}, {"timeout": 1.5}, "timeout=1.5"),
+        ({"reply": reset_reply({"encoding": "png", "shape": [1, 12000, 12000, 3], "dtype": "uint8",
+                                "data": [png_declaring(12000, 12000)]})}, {}, "above the observation space's 12544 pixels"),  # fmt: skip
+        ({"reply": reset_reply({"encoding": "png", "shape": [1, 100, 100, 3], "dtype": "uint8",
+                                "data": [png_declaring(12000, 12000)]})}, {}, "declares 12000x12000"),  # fmt: skip
+        ({"reply": reset_reply({"encoding": "raw", "shape": [1, 10, 10, 3], "dtype": "uint8",
+                                "data": base64.b64encode(bytes(10)).decode()})}, {}, "holds 10 bytes"),  # fmt: skip
+        ({"reply": reset_reply({"encoding": "raw", "shape": [64, 10, 10, 3], "dtype": "uint8",
+                                "data": base64.b64encode(bytes(64 * 300)).decode()})}, {}, "64 frames, above"),  # fmt: skip
+        ({"reply": json.dumps({"info": {}, "sample": {}}).encode()}, {}, "has no ['observation']"),
+        ({"reply": b"[1, 2, 3]"}, {}, "not an object"),
+        ({"reply": b"<html>"}, {}, "not JSON"),
+    ],
+)
+def test_hostile_replies_are_refused_and_named(server_kwargs, client_kwargs, words):
+    server = HostileServer(**server_kwargs)
+    try:
+        env = RemoteVideoToolEnv(server.url, frame_encoding="png", **client_kwargs)
+        t0 = time.monotonic()
+        with pytest.raises(RemoteEnvError, match=words.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(").replace(")", r"\)")):
+            env.reset(options={"index": 0})
+        assert time.monotonic() - t0 < 10  # abandoned, not waited out
+        env.close()
+    finally:
+        server.close()
