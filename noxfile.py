@@ -1,4 +1,5 @@
-"""Each engine's adapter tests in that engine's own environment, under the engine's own pins.
+"""Each engine's adapter tests in that engine's own environment, under the engine's own pins (and OpenEnv's own
+client against ``paravt serve-env``).
 
     python -m nox -s engines            # all three, one virtualenv each (~10 min on 2 cores, first run)
     python -m nox -s "engine(name='verl')"   # one of them; -R reuses an existing virtualenv
@@ -35,6 +36,8 @@ class Engine:
     tests: tuple[str, ...] = ()
     expected: dict[str, str] = field(default_factory=dict)
     """Versions the environment must end up with (checked before the tests: a resolver that moved a pin fails)."""
+    torch: bool = True
+    """Whether the tests need torch (the CPU wheel, installed first)."""
 
 
 ENGINES = {
@@ -61,6 +64,14 @@ ENGINES = {
         extra="model",
         tests=("tests/paravt/learners/adapters/openrlhf",),
         expected={"openrlhf": "0.11.2", "transformers": "5.15.0", "ray": "2.55.0"},
+    ),
+    # Not a trainer: OpenEnv's own client package (what TRL's OpenEnv examples wrap) against serve-env's /openenv.
+    "openenv": Engine(
+        requirement="openenv-core==0.3.0",
+        extra="serve",
+        tests=("tests/paravt_env/remote/test_openenv.py",),
+        expected={"openenv-core": "0.3.0"},
+        torch=False,
     ),
 }
 
@@ -92,7 +103,8 @@ sys.exit(f"the environment moved the engine's pins (have, want): {bad}" if bad e
 
 def install_engine(session: nox.Session, name: str, engine: Engine) -> None:
     # The local CPU wheel first: a plain torch requirement would pull several GB of CUDA packages.
-    session.install("torch==2.13.0")
+    if engine.torch:
+        session.install("torch==2.13.0")
     if engine.gpu_only:
         # pip cannot leave out one dependency, so the engine goes in alone and its other requirements after it.
         session.install("--no-deps", engine.requirement)

@@ -299,6 +299,9 @@ def create_app(server: EnvServer) -> FastAPI:
         await in_thread(store.close_session, sid)
         return {"closed": sid}
 
+    from .openenv import mount_openenv
+
+    mount_openenv(app, server)
     return app
 
 

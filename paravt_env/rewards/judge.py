@@ -18,7 +18,9 @@ import logging
 import os
 import re
 import threading
-import urllib.request
+import time
+
+import httpx
 
 from .metrics import token_f1
 
@@ -54,6 +56,20 @@ def judge_prompt(question: str, prediction: str, ground_truth: str) -> str:
     )
 
 
+MAX_JUDGE_REPLY_BYTES = 1 << 20
+_CLIENT: httpx.Client | None = None
+_CLIENT_LOCK = threading.Lock()
+
+
+def _client() -> httpx.Client:
+    """One pooled client for every judge call (the reward runs in many threads; httpx's client is thread-safe)."""
+    global _CLIENT
+    with _CLIENT_LOCK:
+        if _CLIENT is None:
+            _CLIENT = httpx.Client(limits=httpx.Limits(max_connections=32, max_keepalive_connections=16))
+        return _CLIENT
+
+
 def _ask(base_url: str, question: str, prediction: str, ground_truth: str) -> float:
     body = {
         "model": os.environ.get("LLM_JUDGE_MODEL", "gpt-4o-mini"),
@@ -64,15 +80,17 @@ def _ask(base_url: str, question: str, prediction: str, ground_truth: str) -> fl
     headers = {"Content-Type": "application/json"}
     if os.environ.get("LLM_JUDGE_API_KEY"):
         headers["Authorization"] = f"Bearer {os.environ['LLM_JUDGE_API_KEY']}"
-    request = urllib.request.Request(
-        base_url.rstrip("/") + "/chat/completions",
-        data=json.dumps(body).encode(),
-        headers=headers,
-        method="POST",
-    )
     timeout = float(os.environ.get("LLM_JUDGE_TIMEOUT", "10"))
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        reply = json.loads(response.read().decode("utf-8"))
+    deadline = time.monotonic() + timeout
+    raw = bytearray()
+    with _client().stream("POST", base_url.rstrip("/") + "/chat/completions", json=body, headers=headers,
+                          timeout=httpx.Timeout(timeout)) as response:  # fmt: skip
+        for chunk in response.iter_raw():  # a judge answers a few bytes: cap it, and the whole call's time
+            raw += chunk
+            if len(raw) > MAX_JUDGE_REPLY_BYTES or time.monotonic() > deadline:
+                raise ValueError(f"judge reply passed {MAX_JUDGE_REPLY_BYTES} bytes or {timeout:g} s")
+        response.raise_for_status()
+    reply = json.loads(raw.decode("utf-8"))
     text = reply["choices"][0]["message"]["content"].strip()
     m = _NUMBER_RE.search(text)
     if m is None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -81,10 +82,25 @@ def retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _post_once(url: str, data: bytes, headers: dict[str, str], timeout: float, max_bytes: int) -> dict:
-    """One request under one deadline: each phase's timeout is what is left of it, and the body is read in
-    chunks with the deadline and the size cap checked after each (a server trickling one byte a second
-    cannot hold a request past ``timeout``)."""
+_SHARED: httpx.Client | None = None
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_client() -> httpx.Client:
+    """One pooled client for callers that bring none (httpx's ``Client`` is thread-safe; its pool keeps
+    connections alive between requests)."""
+    global _SHARED
+    with _SHARED_LOCK:
+        if _SHARED is None:
+            _SHARED = httpx.Client(limits=httpx.Limits(max_connections=64, max_keepalive_connections=32))
+        return _SHARED
+
+
+def _post_once(url: str, data: bytes, headers: dict[str, str], timeout: float, max_bytes: int,
+               client: httpx.Client | None = None) -> dict:  # fmt: skip
+    """One request under one deadline on ``client``'s pooled connections: each phase's timeout is what is left
+    of it, and the body is read in chunks with the deadline and the size cap checked after each (a server
+    trickling one byte a second cannot hold a request past ``timeout``)."""
     deadline = time.monotonic() + timeout
 
     def left() -> float:
@@ -94,8 +110,8 @@ def _post_once(url: str, data: bytes, headers: dict[str, str], timeout: float, m
         return remaining
 
     try:
-        with httpx.Client(timeout=httpx.Timeout(left())) as client, \
-                client.stream("POST", url, content=data, headers=headers) as response:  # fmt: skip
+        with (client or shared_client()).stream("POST", url, content=data, headers=headers,
+                                                 timeout=httpx.Timeout(left())) as response:  # fmt: skip
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > max_bytes:
                 raise ServerError(f"{url} answered {int(declared)} bytes, above the {max_bytes}-byte cap")
@@ -127,8 +143,9 @@ def _post_once(url: str, data: bytes, headers: dict[str, str], timeout: float, m
 
 
 def post_json(url: str, body: dict[str, Any], *, timeout: float, retries: int, backoff: float, api_key: str | None = None,
-              max_bytes: int = MAX_RESPONSE_BYTES) -> dict:  # fmt: skip
-    """POST ``body`` as JSON and return the JSON answer; ``timeout`` bounds each attempt as a whole."""
+              max_bytes: int = MAX_RESPONSE_BYTES, client: httpx.Client | None = None) -> dict:  # fmt: skip
+    """POST ``body`` as JSON and return the JSON answer; ``timeout`` bounds each attempt as a whole; ``client``:
+    the pooled connections to use (default: ``shared_client()``)."""
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
@@ -136,7 +153,7 @@ def post_json(url: str, body: dict[str, Any], *, timeout: float, retries: int, b
     last = ""
     for attempt in range(retries + 1):
         try:
-            return _post_once(url, data, headers, timeout, max_bytes)
+            return _post_once(url, data, headers, timeout, max_bytes, client)
         except _Retry as exc:
             last = exc.last
             wait = backoff * 2**attempt if exc.wait is None else exc.wait
@@ -189,6 +206,7 @@ class OpenAIPolicy:
         self.model, self.max_new_tokens, self.temperature, self.top_p = model, max_new_tokens, temperature, top_p
         self.timeout, self.retries, self.backoff, self.api_key = timeout, retries, backoff, api_key
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="openai-policy")
+        self._http = httpx.Client(limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency))
 
     def _one(self, conversation: Conversation, max_new_tokens: int | None = None) -> Generation:
         body = {"model": self.model, "messages": openai_messages(conversation, self.image_format),
@@ -196,7 +214,7 @@ class OpenAIPolicy:
         if self.top_p != 1.0:  # 1.0 is every server's default: the request stays the one the release sends
             body["top_p"] = self.top_p
         reply = post_json(f"{self.base_url}/chat/completions", body, timeout=self.timeout, retries=self.retries,
-                          backoff=self.backoff, api_key=self.api_key)  # fmt: skip
+                          backoff=self.backoff, api_key=self.api_key, client=self._http)  # fmt: skip
         try:
             choice = reply["choices"][0]
             text = choice["message"]["content"] or ""
@@ -220,6 +238,7 @@ class SGLangPolicy:
         self.max_new_tokens, self.temperature = max_new_tokens, temperature
         self.timeout, self.retries, self.backoff = timeout, retries, backoff
         self._pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="sglang-policy")
+        self._http = httpx.Client(limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency))
 
     def render(self, conversation: Conversation) -> str:
         chat = [{"role": m.role, "content": m.parts()} for m in conversation]
@@ -232,7 +251,8 @@ class SGLangPolicy:
             "sampling_params": {"temperature": self.temperature, "max_new_tokens": max_new_tokens or self.max_new_tokens},
             "return_logprob": True,
         }
-        reply = post_json(f"{self.base_url}/generate", body, timeout=self.timeout, retries=self.retries, backoff=self.backoff)
+        reply = post_json(f"{self.base_url}/generate", body, timeout=self.timeout, retries=self.retries, backoff=self.backoff,
+                          client=self._http)  # fmt: skip
         try:
             meta = reply["meta_info"]
             pairs = meta["output_token_logprobs"]
