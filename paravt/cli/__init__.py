@@ -29,7 +29,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 # Modules of an optional extra -> how to install it. The light install (pip install -e .) has the env only.
 EXTRAS = {"torch": "train", "transformers": "train", "safetensors": "train", "tokenizers": "train", "PIL": "train",
-          "matplotlib": "plot", "pyarrow": "data"}  # fmt: skip
+          "matplotlib": "plot", "pyarrow": "data", "fastapi": "serve", "uvicorn": "serve", "starlette": "serve",
+          "websockets": "serve"}  # fmt: skip
 
 
 def install_hint(exc: BaseException) -> str:

@@ -32,10 +32,7 @@ scales memory or work (pixels, frames, crops, parallel calls, turns, action leng
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
-import socket
 import threading
 import time
 from dataclasses import asdict, fields
@@ -49,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..data import VideoQASample
+from .asgi import BoundedRequests, RequestBounds, UvicornServer, error_response
 from .sessions import API, ApiError, EnvServerLimits, Session, SessionStore
 from .wire import WireError, jsonable
 
@@ -110,120 +108,6 @@ class StepReply(BaseModel):
     info: dict[str, Any]
 
 
-def _error(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status, headers=headers)
-
-
-# --- bounded requests: the body read with a size cap and a deadline before the request counts ------------------
-class BoundedRequests:
-    """ASGI middleware: the whole body is read (at most ``max_body_bytes``, within ``body_timeout_s``) and
-    parsed as JSON (depth and number size refused as 400) before the request is admitted; at most
-    ``max_inflight`` admitted requests run at once (503 beyond)."""
-
-    def __init__(self, app: Any, limits: EnvServerLimits) -> None:
-        self.app, self.limits = app, limits
-        self.inflight = 0
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        limits = self.limits
-        headers = dict(scope.get("headers") or [])
-        declared = headers.get(b"content-length")
-        method = scope["method"]
-        if declared is not None:
-            try:
-                size = int(declared)
-            except ValueError:
-                await _error(400, f"Content-Length {declared.decode(errors='replace')!r} is not an integer",
-                             "BadRequest", {"Connection": "close"})(scope, receive, send)  # fmt: skip
-                return
-            if size > limits.max_body_bytes:
-                await _error(413, f"the body is {size} bytes, above the limit of {limits.max_body_bytes}", "BadRequest",
-                             {"Connection": "close"})(scope, receive, send)  # fmt: skip
-                return
-        elif method in ("POST", "PUT") and headers.get(b"transfer-encoding") is None:
-            await _error(411, "a Content-Length header is required", "BadRequest", {"Connection": "close"})(scope, receive, send)
-            return
-        try:
-            body = await asyncio.wait_for(self._read(receive), limits.body_timeout_s)
-        except asyncio.TimeoutError:
-            await _error(408, f"the body did not arrive within {limits.body_timeout_s:g} s", "RequestTimeout",
-                         {"Connection": "close"})(scope, receive, send)  # fmt: skip
-            return
-        except _TooLarge:
-            await _error(413, f"the body is above the limit of {limits.max_body_bytes} bytes", "BadRequest",
-                         {"Connection": "close"})(scope, receive, send)  # fmt: skip
-            return
-        except _Disconnected:
-            return
-        if body:
-            problem = _json_problem(body)
-            if problem:
-                await _error(400, problem, "BadRequest")(scope, receive, send)
-                return
-        if self.inflight >= limits.max_inflight:
-            await _error(503, f"{limits.max_inflight} requests in flight; retry later", "ServerBusy",
-                         {"Retry-After": "1"})(scope, receive, send)  # fmt: skip
-            return
-        self.inflight += 1
-        sent = False
-
-        async def replay() -> dict:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        try:
-            await self.app(scope, replay, send)
-        finally:
-            self.inflight -= 1
-
-    async def _read(self, receive: Any) -> bytes:
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise _Disconnected
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.limits.max_body_bytes:
-                raise _TooLarge
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return b"".join(chunks)
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class _Disconnected(Exception):
-    pass
-
-
-def _json_problem(body: bytes) -> str | None:
-    """Why ``body`` is not a JSON object this server parses, or None."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        return "the body is not UTF-8"
-    try:
-        value = json.loads(text)
-    except RecursionError:
-        return "the body is nested too deeply"
-    except json.JSONDecodeError as exc:
-        return f"the body is not JSON ({exc.msg} at position {exc.pos})"
-    except ValueError as exc:  # e.g. an integer of more digits than Python parses
-        return f"the body is not JSON this server accepts ({exc})"
-    if not isinstance(value, dict):
-        return f"the body must be a JSON object, got {type(value).__name__}"
-    return None
-
-
 # --- the app --------------------------------------------------------------------------------------------------
 def create_app(server: EnvServer) -> FastAPI:
     """The FastAPI app of ``server`` (its store, limits and thread limiter)."""
@@ -235,12 +119,12 @@ def create_app(server: EnvServer) -> FastAPI:
         return await anyio.to_thread.run_sync(fn, *args, limiter=server.limiter)
 
     @app.exception_handler(ApiError)
-    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
-        return _error(exc.status, str(exc), exc.kind, exc.headers)
+    async def _apierror_response(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, str(exc), exc.kind, exc.headers)
 
     @app.exception_handler(WireError)
-    async def _wire_error(request: Request, exc: WireError) -> JSONResponse:
-        return _error(400, str(exc), "ValueError")
+    async def _wireerror_response(request: Request, exc: WireError) -> JSONResponse:
+        return error_response(400, str(exc), "ValueError")
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -252,20 +136,20 @@ def create_app(server: EnvServer) -> FastAPI:
             else:
                 problems.append(f"{loc or 'body'}: {e.get('msg')}")
         kind = "TypeError" if any("type" in str(e.get("type")) for e in exc.errors()) else "ValueError"
-        return _error(400, "; ".join(problems) or "invalid request", kind)
+        return error_response(400, "; ".join(problems) or "invalid request", kind)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 404:
-            return _error(404, f"no route {request.method} {request.url.path}", "NoSuchRoute")
+            return error_response(404, f"no route {request.method} {request.url.path}", "NoSuchRoute")
         if exc.status_code == 405:
-            return _error(405, f"{request.method} is not allowed on {request.url.path}", "MethodNotAllowed")
-        return _error(exc.status_code, str(exc.detail), "HTTPError")
+            return error_response(405, f"{request.method} is not allowed on {request.url.path}", "MethodNotAllowed")
+        return error_response(exc.status_code, str(exc.detail), "HTTPError")
 
     @app.exception_handler(Exception)
     async def _fault(request: Request, exc: Exception) -> JSONResponse:  # answered, never a dropped connection
         logger.exception("%s %s failed", request.method, request.url.path)
-        return _error(500, f"the server failed on this request ({type(exc).__name__})", "ServerError")
+        return error_response(500, f"the server failed on this request ({type(exc).__name__})", "ServerError")
 
     @app.get("/health", response_model=Health)
     async def health() -> dict[str, Any]:
@@ -311,34 +195,25 @@ class EnvServer:
     (from another thread) stops it; ``server_close`` closes every session. A thread reaps idle sessions."""
 
     def __init__(self, address: tuple[str, int], samples: list[VideoQASample], limits: EnvServerLimits | None = None):
-        import uvicorn
-
         self.limits = limits or EnvServerLimits()
         self.store = SessionStore(samples, self.limits)
         self.started = time.monotonic()
         self.limiter = anyio.CapacityLimiter(max(8, min(self.limits.max_inflight, 256)))
-        self.socket = socket.socket(socket.AF_INET6 if ":" in address[0] else socket.AF_INET, socket.SOCK_STREAM)
+        lim = self.limits
+        self.bounded = BoundedRequests(create_app(self), RequestBounds(lim.max_body_bytes, lim.body_timeout_s, lim.max_inflight))
         try:
-            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            self.socket.bind(address)
-            self.socket.listen(1024)
+            self.http = UvicornServer(self.bounded, address, keep_alive_s=lim.socket_timeout_s)
         except OSError:
-            self.socket.close()
             self.store.close_all()
             raise
-        self.server_address = self.socket.getsockname()
-        self.bounded = BoundedRequests(create_app(self), self.limits)
-        self._uvicorn = uvicorn.Server(uvicorn.Config(self.bounded, log_level="warning", access_log=False, lifespan="off",
-                                                      timeout_keep_alive=int(max(1, self.limits.socket_timeout_s))))  # fmt: skip
+        self.server_address = self.http.address
         self._stop = threading.Event()
-        self._served = threading.Event()
         self._reaper = threading.Thread(target=self._reap_loop, name="serve-env-reaper", daemon=True)
         self._reaper.start()
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
-        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        return self.http.url
 
     @property
     def sessions(self) -> dict[str, Session]:
@@ -349,19 +224,14 @@ class EnvServer:
         return self.bounded.inflight
 
     def serve_forever(self) -> None:
-        try:
-            self._uvicorn.run(sockets=[self.socket])
-        finally:
-            self._served.set()
+        self.http.serve_forever()
 
     def shutdown(self, timeout: float = 10.0) -> None:
-        self._uvicorn.should_exit = True
-        self._served.wait(timeout)
+        self.http.shutdown(timeout)
 
     def server_close(self) -> None:
         self._stop.set()
-        self._uvicorn.should_exit = True
-        self.socket.close()
+        self.http.close()
         self.store.close_all()
 
     def _reap_loop(self) -> None:

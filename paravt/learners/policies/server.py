@@ -2,7 +2,7 @@
 
 For development and tests where sglang / vLLM (GPU stacks) are not installed: the same requests
 ``OpenAIPolicy`` and ``SGLangPolicy`` send to those servers, served by ``HFPolicy`` from the standard
-library's threading HTTP server. Endpoints: ``GET /v1/models``, ``GET /health``,
+FastAPI with uvicorn (``paravt_env.remote.asgi``, the transport ``paravt serve-env`` uses). Endpoints: ``GET /v1/models``, ``GET /health``,
 ``POST /v1/chat/completions`` (string or text / ``image_url`` parts with data URLs; ``max_tokens``,
 ``temperature``) and ``POST /generate`` (``text`` rendered with the chat template, one image pad per entry of
 ``image_data``; returns ``meta_info.output_token_logprobs``).
@@ -24,10 +24,13 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import anyio
 import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from paravt.learners.policies.hf import HFPolicy
 from paravt_env.messages import Message
@@ -52,6 +55,8 @@ class ServeLimits:
     """Largest ``max_tokens`` / ``max_new_tokens`` accepted."""
     max_pending: int = 64
     """Requests admitted at once, running or queued (one generation runs at a time); 503 beyond."""
+    body_timeout_s: float = 60.0
+    """A request's whole body must arrive within this long (408 otherwise); only then is it admitted."""
 
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
@@ -140,148 +145,129 @@ def conversation_from_openai(messages: Any, limits: ServeLimits | None = None) -
     return out
 
 
-class PolicyServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256  # the listen backlog: socketserver's 5 reset clients beyond a handful in flight
+class PolicyServer:
+    """``policy`` behind the routes of the module docstring, on FastAPI with uvicorn (``paravt_env.remote.asgi``:
+    bodies read under a size cap and a deadline before they count, at most ``max_pending`` admitted). One request
+    decodes, encodes and generates at a time (``work``): memory stays flat. ``serve_forever`` blocks;
+    ``shutdown`` (from another thread) stops it."""
 
     def __init__(self, address: tuple[str, int], policy: HFPolicy, model_name: str, limits: ServeLimits | None = None) -> None:
-        super().__init__(address, _Handler)
+        from paravt_env.remote.asgi import BoundedRequests, RequestBounds, UvicornServer
+
         self.policy, self.model_name = policy, model_name
         self.limits = limits or ServeLimits()
         if self.limits.max_prompt_tokens is None:
             self.limits.max_prompt_tokens = int(getattr(policy.model.config, "max_position_embeddings", 0)
                                                 or getattr(getattr(policy.model.config, "text_config", None), "max_position_embeddings", 32768))  # fmt: skip
-        self._pending = 0
-        self._pending_lock = threading.Lock()
-        self.work = threading.Lock()  # one request decodes, encodes and generates at a time: memory stays flat
+        self.work = threading.Lock()
+        lim = self.limits
+        self.bounded = BoundedRequests(self._app(), RequestBounds(lim.max_body_bytes, lim.body_timeout_s, lim.max_pending))
+        self.http = UvicornServer(self.bounded, address)
+        self.server_address = self.http.address
 
-    def admit(self) -> bool:
-        with self._pending_lock:
-            if self._pending >= self.limits.max_pending:
-                return False
-            self._pending += 1
-            return True
+    @property
+    def url(self) -> str:
+        return self.http.url
 
-    def leave(self) -> None:
-        with self._pending_lock:
-            self._pending -= 1
+    def serve_forever(self) -> None:
+        self.http.serve_forever()
 
+    def shutdown(self) -> None:
+        self.http.shutdown()
 
-class _Handler(BaseHTTPRequestHandler):
-    server: PolicyServer
+    def server_close(self) -> None:
+        self.http.close()
 
-    def log_message(self, fmt: str, *args: Any) -> None:
-        logger.debug("%s " + fmt, self.address_string(), *args)
+    def _app(self) -> Any:
+        app = FastAPI(title="paravt serve", description="A checkpoint behind OpenAI-compatible and sglang-style routes.")
+        limiter = anyio.CapacityLimiter(max(2, min(self.limits.max_pending, 64)))
 
-    def _send(self, code: int, payload: dict, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        try:
-            self.wfile.write(data)
-        except OSError:  # the client went away: nothing to answer
-            self.close_connection = True
+        def error(status: int, message: str) -> JSONResponse:
+            return JSONResponse({"error": {"message": message, "code": status}}, status)
 
-    def do_GET(self) -> None:
-        if self.path == "/health":
-            self._send(200, {"status": "ok"})
-        elif self.path == "/v1/models":
-            self._send(200, {"object": "list", "data": [{"id": self.server.model_name, "object": "model"}]})
-        else:
-            self._send(404, {"error": {"message": f"no route {self.path}"}})
+        @app.exception_handler(BadRequest)
+        async def _bad(request: Request, exc: BadRequest) -> JSONResponse:
+            return error(exc.status, str(exc))
 
-    def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-        self._send(status, {"error": {"message": message, "code": status}}, headers)
+        @app.exception_handler(StarletteHTTPException)
+        async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+            if exc.status_code == 404:
+                return error(404, f"no route {request.method} {request.url.path}")
+            return error(exc.status_code, f"{request.method} is not allowed on {request.url.path}"
+                         if exc.status_code == 405 else str(exc.detail))  # fmt: skip
 
-    def _body(self) -> dict:
-        """The JSON object of the request, read only once its declared size is known to be within the limit."""
-        declared = self.headers.get("Content-Length")
-        if declared is None:
-            raise BadRequest("a Content-Length header is required", 411)
-        try:
-            size = int(declared)
-        except ValueError:
-            raise BadRequest(f"Content-Length {declared!r} is not an integer") from None
-        if size < 0:
-            raise BadRequest(f"Content-Length {size} is negative")
-        if size > self.server.limits.max_body_bytes:
-            raise BadRequest(f"the body is {size} bytes, above the limit of {self.server.limits.max_body_bytes}", 413)
-        raw = self.rfile.read(size)
-        try:
-            body = json.loads(raw.decode("utf-8")) if raw else {}
-        except UnicodeDecodeError:
-            raise BadRequest("the body is not UTF-8") from None
-        except json.JSONDecodeError as exc:
-            raise BadRequest(f"the body is not JSON ({exc.msg} at position {exc.pos})") from None
-        if not isinstance(body, dict):
-            raise BadRequest(f"the body must be a JSON object, got {type(body).__name__}")
-        return body
-
-    def do_POST(self) -> None:
-        routes = {"/v1/chat/completions": self._chat, "/generate": self._generate}
-        if self.path not in routes:
-            self.close_connection = True  # the body is not read
-            self._error(404, f"no route {self.path}")
-            return
-        if not self.server.admit():
-            self.close_connection = True
-            self._error(503, f"{self.server.limits.max_pending} requests are already queued; retry later", {"Retry-After": "1"})
-            return
-        try:
-            body = self._body()
-            with self.server.work:
-                payload = routes[self.path](body)
-            self._send(200, payload)
-        except BadRequest as exc:
-            self.close_connection = exc.status in (411, 413)  # the body was not read: the stream is out of step
-            self._error(exc.status, str(exc))
-        except Exception as exc:  # a server error is answered, not a dropped connection
+        @app.exception_handler(Exception)
+        async def _fault(request: Request, exc: Exception) -> JSONResponse:  # answered, not a dropped connection
             logger.exception("request failed")
-            self._error(500, f"{type(exc).__name__}: {exc}")
-        finally:
-            self.server.leave()
+            return error(500, f"{type(exc).__name__}: {exc}")
+
+        async def run(handler: Any, request: Request) -> dict:
+            raw = await request.body()  # already bounded and checked to be a JSON object by BoundedRequests
+            if not raw:
+                raise BadRequest("the body must be a JSON object")
+            body = json.loads(raw)
+
+            def locked() -> dict:
+                with self.work:
+                    return handler(body)
+
+            return await anyio.to_thread.run_sync(locked, limiter=limiter)
+
+        @app.get("/health")
+        async def health() -> dict:
+            return {"status": "ok"}
+
+        @app.get("/v1/models")
+        async def models() -> dict:
+            return {"object": "list", "data": [{"id": self.model_name, "object": "model"}]}
+
+        @app.post("/v1/chat/completions")
+        async def chat(request: Request) -> dict:
+            return await run(self._chat, request)
+
+        @app.post("/generate")
+        async def generate(request: Request) -> dict:
+            return await run(self._generate, request)
+
+        return app
 
     def _sampling(self, params: dict, tokens_key: str) -> tuple[float | None, int | None]:
         if not isinstance(params, dict):
             raise BadRequest("'sampling_params' must be an object")
         temperature = number(params, "temperature", 0.0, 2.0)
         number(params, "top_p", 0.0, 1.0)
-        max_new = number(params, tokens_key, 1, self.server.limits.max_new_tokens, integer=True)
+        max_new = number(params, tokens_key, 1, self.limits.max_new_tokens, integer=True)
         return temperature, max_new
 
     def _check_prompt(self, n_tokens: int) -> None:
-        cap = self.server.limits.max_prompt_tokens
+        cap = self.limits.max_prompt_tokens
         if cap and n_tokens > cap:
             raise BadRequest(f"the prompt is {n_tokens} tokens, above the limit of {cap}", 413)
 
     def _check_text(self, text: str, where: str) -> None:
         # A cheap bound before tokenising: no token of these tokenizers spans more than 64 characters.
-        cap = self.server.limits.max_prompt_tokens
+        cap = self.limits.max_prompt_tokens
         if cap and len(text) > 64 * cap:
             raise BadRequest(f"{where} is {len(text)} characters, longer than any prompt of {cap} tokens", 413)
 
     def _chat(self, body: dict) -> dict:
-        policy = self.server.policy
+        policy = self.policy
         temperature, max_new = self._sampling(body, "max_tokens")
-        conversation = conversation_from_openai(body.get("messages"), self.server.limits)
+        conversation = conversation_from_openai(body.get("messages"), self.limits)
         self._check_text("".join(m.text for m in conversation), "the text of 'messages'")
         encoded = policy.encode(conversation)
         self._check_prompt(len(encoded.input_ids))
         [gen] = policy.generate_encoded([encoded], temperature=temperature, max_new_tokens=max_new)
         return {
             "id": f"chatcmpl-{time.time_ns()}", "object": "chat.completion", "created": int(time.time()),
-            "model": self.server.model_name,
+            "model": self.model_name,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": gen.text},
                          "finish_reason": gen.finish_reason}],
             "usage": {"completion_tokens": len(gen.token_ids)},
         }  # fmt: skip
 
     def _generate(self, body: dict) -> dict:
-        policy = self.server.policy
+        policy = self.policy
         text = body.get("text")
         if not isinstance(text, str):
             raise BadRequest("'text' (the rendered prompt) is required")
@@ -289,9 +275,9 @@ class _Handler(BaseHTTPRequestHandler):
         data = body.get("image_data") or []
         if not isinstance(data, list):
             raise BadRequest("'image_data' must be a list")
-        if len(data) > self.server.limits.max_images:
-            raise BadRequest(f"{len(data)} images in one request, above the limit of {self.server.limits.max_images}", 413)
-        images = [decode_image(x, f"image_data[{i}]", self.server.limits) for i, x in enumerate(data)]
+        if len(data) > self.limits.max_images:
+            raise BadRequest(f"{len(data)} images in one request, above the limit of {self.limits.max_images}", 413)
+        images = [decode_image(x, f"image_data[{i}]", self.limits) for i, x in enumerate(data)]
         temperature, max_new = self._sampling(body.get("sampling_params") or {}, "max_new_tokens")
         encoded = policy._encode_text(text, images)
         self._check_prompt(len(encoded.input_ids))
@@ -314,7 +300,7 @@ def serve(model: str, host: str = "127.0.0.1", port: int = 8000, ready=print, li
     # A checkpoint trained here is served at its trained pixel budget (its card); others at their own.
     policy = HFPolicy.from_pretrained(model, device="auto", temperature=0.0, **trained_pixels(model))
     server = PolicyServer((host, port), policy, model, limits)
-    ready(f"paravt serve: {model} listening on http://{server.server_address[0]}:{server.server_address[1]}")
+    ready(f"paravt serve: {model} listening on {server.url} (API docs at {server.url}/docs)")
     try:
         server.serve_forever()
     finally:

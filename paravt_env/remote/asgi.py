@@ -1,0 +1,180 @@
+"""The HTTP transport ``paravt serve-env`` and ``paravt serve`` share: uvicorn on a socket bound up front (a busy
+port fails at construction, as an ``OSError``), and an ASGI middleware that bounds what a client may send (body
+size and arrival time, JSON depth and number size, requests in flight) before the app sees the request."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.responses import JSONResponse
+
+
+def error_response(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status, headers=headers)
+
+
+# --- bounded requests: the body read with a size cap and a deadline before the request counts ------------------
+@dataclass(frozen=True)
+class RequestBounds:
+    max_body_bytes: int
+    """Largest request body (413 above it; refused before it is read when its length is declared)."""
+    body_timeout_s: float
+    """The whole body must arrive within this long (408 otherwise)."""
+    max_inflight: int
+    """Admitted requests at once (503 with Retry-After beyond)."""
+
+
+class BoundedRequests:
+    """ASGI middleware: the whole body is read (at most ``max_body_bytes``, within ``body_timeout_s``) and
+    parsed as JSON (depth and number size refused as 400) before the request is admitted; at most
+    ``max_inflight`` admitted requests run at once (503 beyond). A slow sender holds a connection, not a slot."""
+
+    def __init__(self, app: Any, limits: RequestBounds) -> None:
+        self.app, self.limits = app, limits
+        self.inflight = 0
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limits = self.limits
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        method = scope["method"]
+        if declared is not None:
+            try:
+                size = int(declared)
+            except ValueError:
+                await error_response(400, f"Content-Length {declared.decode(errors='replace')!r} is not an integer",
+                             "BadRequest", {"Connection": "close"})(scope, receive, send)  # fmt: skip
+                return
+            if size > limits.max_body_bytes:
+                await error_response(413, f"the body is {size} bytes, above the limit of {limits.max_body_bytes}", "BadRequest",
+                             {"Connection": "close"})(scope, receive, send)  # fmt: skip
+                return
+        elif method in ("POST", "PUT") and headers.get(b"transfer-encoding") is None:
+            await error_response(411, "a Content-Length header is required", "BadRequest", {"Connection": "close"})(scope, receive, send)
+            return
+        try:
+            body = await asyncio.wait_for(self._read(receive), limits.body_timeout_s)
+        except asyncio.TimeoutError:
+            await error_response(408, f"the body did not arrive within {limits.body_timeout_s:g} s", "RequestTimeout",
+                         {"Connection": "close"})(scope, receive, send)  # fmt: skip
+            return
+        except _TooLarge:
+            await error_response(413, f"the body is above the limit of {limits.max_body_bytes} bytes", "BadRequest",
+                         {"Connection": "close"})(scope, receive, send)  # fmt: skip
+            return
+        except _Disconnected:
+            return
+        if body:
+            problem = _json_problem(body)
+            if problem:
+                await error_response(400, problem, "BadRequest")(scope, receive, send)
+                return
+        if self.inflight >= limits.max_inflight:
+            await error_response(503, f"{limits.max_inflight} requests in flight; retry later", "ServerBusy",
+                         {"Retry-After": "1"})(scope, receive, send)  # fmt: skip
+            return
+        self.inflight += 1
+        sent = False
+
+        async def replay() -> dict:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            self.inflight -= 1
+
+    async def _read(self, receive: Any) -> bytes:
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Disconnected
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limits.max_body_bytes:
+                raise _TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Disconnected(Exception):
+    pass
+
+
+def _json_problem(body: bytes) -> str | None:
+    """Why ``body`` is not a JSON object this server parses, or None."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "the body is not UTF-8"
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        return "the body is nested too deeply"
+    except json.JSONDecodeError as exc:
+        return f"the body is not JSON ({exc.msg} at position {exc.pos})"
+    except ValueError as exc:  # e.g. an integer of more digits than Python parses
+        return f"the body is not JSON this server accepts ({exc})"
+    if not isinstance(value, dict):
+        return f"the body must be a JSON object, got {type(value).__name__}"
+    return None
+
+
+
+
+class UvicornServer:
+    """``app`` served by uvicorn on ``address``, bound now. ``serve_forever`` blocks; ``shutdown`` (from another
+    thread) stops it and waits; ``close`` closes the socket."""
+
+    def __init__(self, app: Any, address: tuple[str, int], keep_alive_s: float = 5.0) -> None:
+        import uvicorn
+
+        self.socket = socket.socket(socket.AF_INET6 if ":" in address[0] else socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self.socket.bind(address)
+            self.socket.listen(1024)
+        except OSError:
+            self.socket.close()
+            raise
+        self.address = self.socket.getsockname()
+        self._uvicorn = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                                                      timeout_keep_alive=int(max(1, keep_alive_s))))  # fmt: skip
+        self._served = threading.Event()
+
+    @property
+    def url(self) -> str:
+        host, port = self.address[:2]
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    def serve_forever(self) -> None:
+        try:
+            self._uvicorn.run(sockets=[self.socket])
+        finally:
+            self._served.set()
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        self._uvicorn.should_exit = True
+        self._served.wait(timeout)
+
+    def close(self) -> None:
+        self._uvicorn.should_exit = True
+        self.socket.close()
