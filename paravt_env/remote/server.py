@@ -32,6 +32,7 @@ scales memory or work (pixels, frames, crops, parallel calls, turns, action leng
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -41,7 +42,7 @@ from typing import Any, Literal
 import anyio
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -165,17 +166,22 @@ def create_app(server: EnvServer) -> FastAPI:
         session = await in_thread(store.open_session, body.model_dump())
         return server.opened(session)
 
+    # Replies carrying frames are encoded to JSON in the worker thread, as bytes (the models document them at
+    # /docs): running megabytes of base64 through pydantic and json on the event loop held every other request.
+    async def encoded(call: Any) -> Response:
+        return Response(await in_thread(lambda: json.dumps(call(), allow_nan=False).encode()), media_type="application/json")
+
     @app.post(f"{API}/sessions/{{sid}}/reset", response_model=ResetReply)
-    async def reset(sid: str, body: ResetRequest) -> dict[str, Any]:
-        return await in_thread(server.locked, sid, lambda s: store.reset(s, body.model_dump(exclude_none=False)))
+    async def reset(sid: str, body: ResetRequest) -> Response:
+        return await encoded(lambda: server.locked(sid, lambda s: store.reset(s, body.model_dump(exclude_none=False))))
 
     @app.post(f"{API}/sessions/{{sid}}/step", response_model=StepReply)
-    async def step(sid: str, body: StepRequest) -> dict[str, Any]:
-        return await in_thread(server.locked, sid, lambda s: store.step(s, body.model_dump()))
+    async def step(sid: str, body: StepRequest) -> Response:
+        return await encoded(lambda: server.locked(sid, lambda s: store.step(s, body.model_dump())))
 
     @app.get(f"{API}/sessions/{{sid}}/render")
-    async def render(sid: str) -> dict[str, Any]:
-        return await in_thread(server.locked, sid, store.render)
+    async def render(sid: str) -> Response:
+        return await encoded(lambda: server.locked(sid, store.render))
 
     @app.delete(f"{API}/sessions/{{sid}}")
     @app.post(f"{API}/sessions/{{sid}}/close")
