@@ -204,7 +204,7 @@ class EnvServer:
         self.limits = limits or EnvServerLimits()
         self.store = SessionStore(samples, self.limits)
         self.started = time.monotonic()
-        self.limiter = anyio.CapacityLimiter(max(8, min(self.limits.max_inflight, 256)))
+        self.limiter = anyio.CapacityLimiter(self.limits.workers)
         lim = self.limits
         self.bounded = BoundedRequests(create_app(self), RequestBounds(lim.max_body_bytes, lim.body_timeout_s, lim.max_inflight))
         try:
