@@ -55,10 +55,54 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# How to continue what an interrupt stopped, by command (the saved state is kept; the same command resumes).
+CONTINUE = {
+    "train": "rerun the same command with --resume to continue from the last checkpoint",
+    "eval": "rerun the same command (same --out) to score the samples not yet scored",
+    "repro": "rerun the same command (same --out) to continue",
+}
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    """Every option string of ``parser`` and of its sub-command parsers."""
+    out = set()
+    for action in parser._actions:
+        out.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out |= _options(sub)
+    return out
+
+
+def unknown_option(parser: argparse.ArgumentParser, command: str | None, argv: list[str]) -> str | None:
+    """A ``--flag`` of ``argv`` that neither ``paravt`` nor ``command`` knows, with the closest known one; None if
+    all are known. argparse would otherwise read a misspelt flag's value as a positional and name that instead
+    (``--frame-bugdet 8``: "invalid choice: '8'")."""
+    import difflib
+
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    if command is None or sub is None or command not in sub.choices:
+        return None
+    known = _options(parser) | _options(sub.choices[command])
+    for token in argv[argv.index(command) + 1 :]:
+        if token == "--":
+            break
+        name = token.split("=", 1)[0]
+        if name.startswith("--") and name not in known and not any(k.startswith(name) for k in known):  # argparse takes prefixes
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            return f"unrecognized option {name}" + (f" (did you mean {close[0]}?)" if close else "")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only=command if command in SUBCOMMANDS else None)
+    problem = unknown_option(parser, command, argv)
+    if problem:
+        parser.print_usage(sys.stderr)
+        print(f"paravt {command}: error: {problem}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(message)s"
@@ -69,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        hint = CONTINUE.get(args.command)
+        print("interrupted" + (f": {hint}" if hint else ""), file=sys.stderr)
         return 130
     except (FileNotFoundError, ValueError, OSError, ImportError) as exc:
         print(f"paravt {args.command}: error: {exc}{install_hint(exc)}", file=sys.stderr)

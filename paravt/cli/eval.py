@@ -137,6 +137,10 @@ def run(args: argparse.Namespace) -> int:
         subagent=subagent,
     )
     print(to_markdown(summary, f"Evaluation: {args.policy} on {args.data}"), file=sys.stdout)
+    if summary["n"] and summary["errors"] == summary["n"]:  # nothing was scored: not a result, whatever the table says
+        print(f"paravt eval: error: none of the {summary['n']} samples could be scored (the failures are listed above "
+              f"and in {args.out}/summary.json)", file=sys.stderr)  # fmt: skip
+        return 1
     return 0
 
 
