@@ -57,11 +57,14 @@ def run(args: argparse.Namespace) -> int:
     from paravt.learners.trainer import Trainer
 
     out = Path(args.out)
+    if args.resume and not (out / "checkpoint").exists() and not (out / "coldstart").exists():
+        print(f"{out}: nothing to resume there (no checkpoint, no cold start): starting fresh")
     trainer = Trainer(cfg, out, resume=args.resume, progress=not args.no_progress,
                       allow_config_change=args.allow_config_change)
     interrupt_on_sigterm()  # timeout, schedulers and docker stop send SIGTERM: save like Ctrl-C does
     heldout = write_heldout(cfg, out)  # before training: the split exists even if the run is interrupted
     write_heldout(cfg, out, blank=True)  # the same questions on videos without their needles
+    start = trainer.step
     try:
         rows = trainer.train(args.steps)
     finally:
@@ -69,12 +72,33 @@ def run(args: argparse.Namespace) -> int:
     if not rows and cfg.steps == 0:
         print(f"{args.out}: no RL steps (steps 0); the cold start is {out / 'coldstart' / 'model'}")
         return 0
-    last = rows[-1] if rows else {}
-    print(f"{args.out}: {len(rows)} steps; last reward {last.get('reward_mean', float('nan')):.3f}, "
-          f"format {last.get('format_reward', float('nan')):.3f}, tool calls {last.get('tool_calls_per_rollout', float('nan')):.2f}")  # fmt: skip
+    target = args.steps if args.steps is not None else cfg.steps
+    if not rows and start >= target:
+        print(f"{args.out}: nothing to train: the run is at step {start}, the target is {target} "
+              f"(raise it with --steps N)")  # fmt: skip
+    else:
+        last = rows[-1] if rows else {}
+        print(f"{args.out}: {len(rows)} steps; last reward {last.get('reward_mean', float('nan')):.3f}, "
+              f"format {last.get('format_reward', float('nan')):.3f}, tool calls {last.get('tool_calls_per_rollout', float('nan')):.2f}")  # fmt: skip
     if heldout:
         print(evaluate_heldout(out, progress=not args.no_progress), end="")
     return 0
+
+
+def fresh(target, identity: str, with_blank: bool) -> None:
+    """Keep ``target`` (an evaluation of a checkpoint, and its needles-removed twin) only if it evaluated the
+    checkpoint as it is now (``checkpoint.json``); a continued run saves new weights to the same path, and its
+    evaluation is redone rather than resumed."""
+    import json
+    import shutil
+
+    for folder in (target, target.with_name(target.name + "_blank")) if with_blank else (target,):
+        marker = folder / "checkpoint.json"
+        if folder.exists() and (not marker.is_file() or json.loads(marker.read_text()).get("identity") != identity):
+            print(f"{folder}: the checkpoint changed since it was evaluated: evaluating again")
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({"identity": identity}) + "\n")
 
 
 def interrupt_on_sigterm() -> None:
@@ -92,6 +116,7 @@ def evaluate_heldout(out, progress: bool = True) -> str:
     (``RUN/coldstart/model`` -> ``RUN/eval_coldstart``), as Markdown with the two side by side. Where the
     needle-less copy of the split exists (``RUN/heldout_blank``), both are also evaluated on it
     (``RUN/eval_blank``, ``RUN/eval_coldstart_blank``): answers that follow the pixels fall to guessing there."""
+    from paravt.evaluation.fingerprints import checkpoint_identity
     from paravt.evaluation.harness import evaluate_checkpoint
     from paravt.evaluation.report import to_markdown
 
@@ -102,6 +127,7 @@ def evaluate_heldout(out, progress: bool = True) -> str:
     with_blank = (blank / "samples.jsonl").is_file()
     parts, rows = [], []
     for label, model, target in runs:
+        fresh(target, checkpoint_identity(model), with_blank)
         summary = evaluate_checkpoint(model, data, target, progress=progress)
         parts.append(to_markdown(summary, f"Held-out evaluation ({label}): hf:{model} on {data}"))
         row = (f"| {label} | {summary['accuracy']:.3f} | {summary['avg_tool_calls']:.2f} | "

@@ -205,3 +205,22 @@ def diff_runs(a: str | Path, b: str | Path) -> str:
         more = f" and {len(other_inputs) - len(shown)} more" if len(other_inputs) > len(shown) else ""
         lines += ["## Samples whose inputs differ", "", ", ".join(shown) + more, ""]
     return "\n".join(lines)
+
+
+def checkpoint_identity(model_dir: str | Path, hash_below: int = 1 << 30) -> str:
+    """What a checkpoint directory holds, as a short digest: the weights' and config's contents (their sizes and
+    modification times instead when the weights pass ``hash_below`` bytes, where hashing would take minutes).
+    Two saves of the same path with other weights get other identities, so an evaluation keyed on it is redone."""
+    import hashlib
+
+    files = sorted(p for p in Path(model_dir).iterdir() if p.is_file() and p.suffix in (".safetensors", ".bin", ".json"))
+    total = sum(p.stat().st_size for p in files)
+    digest = hashlib.sha256()
+    for p in files:
+        st = p.stat()
+        digest.update(f"{p.name}:{st.st_size}".encode())
+        if total <= hash_below:
+            digest.update(p.read_bytes())
+        else:
+            digest.update(str(st.st_mtime_ns).encode())
+    return digest.hexdigest()[:16]
