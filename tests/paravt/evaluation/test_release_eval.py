@@ -126,7 +126,7 @@ def test_video_url_needs_a_server_that_samples_videos(tmp_path, index_video, tin
     (tmp_path / "rows.json").write_text(json.dumps([{"video": str(index_video), "caption": "x", "timestamp": [1, 2]}]))
     rc = cli(["eval", "--protocol", "release", "--video-channel", "video_url", "--policy", f"hf:{tiny_qwen3}",
               "--data", str(tmp_path / "rows.json"), "--out", str(tmp_path / "out"), "--no-progress"])  # fmt: skip
-    assert rc == 0  # recorded as an error row, not a crash
+    assert rc == 1  # recorded as an error row, not a crash; nothing was scored, so the command fails
     [row] = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert "needs a server that samples videos itself" in row["error"]
     assert cli(["eval", "--video-channel", "video_url", "--policy", "no_tool", "--data", str(tmp_path / "rows.json"),
