@@ -82,6 +82,9 @@ def run(args: argparse.Namespace) -> int:
               f"format {last.get('format_reward', float('nan')):.3f}, tool calls {last.get('tool_calls_per_rollout', float('nan')):.2f}")  # fmt: skip
     if heldout:
         print(evaluate_heldout(out, progress=not args.no_progress), end="")
+    where = [(name, out / rel) for name, rel in (("curves", "curves.png"), ("metrics", "metrics.jsonl"),
+             ("held-out episodes (open in a browser)", "eval/view.html"), ("held-out report", "eval/report.md"))]  # fmt: skip
+    print("\n".join(f"{name}: {path}" for name, path in where if path.exists()))
     return 0
 
 
