@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
 
 # Test helpers shared by several test modules (tests/scripted_openai.py) import by name under importlib mode.
 if str(Path(__file__).parent) not in sys.path:
@@ -42,11 +41,9 @@ def _model_device():
 
 @pytest.fixture
 def tvshim_on_path():
-    """Put ../shared/bench/tvshim (a torchvision stand-in) on sys.path so qwen-vl-utils imports, for one test
-    only: transformers would otherwise take the stand-in for torchvision in every later test."""
-    shim = SHARED / "bench" / "tvshim"
-    if not shim.is_dir():
-        pytest.skip(f"torchvision stand-in not found at {shim}")
+    """Put benchmarks/tvshim (the repository's torchvision stand-in) on sys.path so qwen-vl-utils imports, for one
+    test only: transformers would otherwise take the stand-in for torchvision in every later test."""
+    shim = REPO / "benchmarks" / "tvshim"
     added = str(shim) not in sys.path
     if added:
         sys.path.insert(0, str(shim))

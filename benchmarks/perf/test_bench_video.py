@@ -5,7 +5,7 @@ and sizes as the reference request) against that request.
     python -m pytest benchmarks/perf/test_bench_video.py --benchmark-only --benchmark-json=runs/bench_video.json
     python -m benchmarks.perf.report runs/bench_video.json
 
-The reference is importable only with the torchvision stand-in in ../shared/bench/tvshim (its README says
+The reference is importable with the repository's torchvision stand-in, benchmarks/tvshim (its README says
 why); without it the reference rows are skipped and only our backends are timed.
 """
 
@@ -26,8 +26,8 @@ BUDGET = {"min_pixels": 784, "max_pixels": 50176}
 
 
 def _reference_fetch_video():
-    shim = Path(__file__).resolve().parents[1].parent / "shared" / "bench" / "tvshim"
-    if shim.is_dir() and str(shim) not in sys.path:
+    shim = Path(__file__).resolve().parents[1] / "tvshim"  # benchmarks/tvshim: the repository's stand-in
+    if str(shim) not in sys.path:
         sys.path.insert(0, str(shim))
     os.environ.setdefault("FORCE_QWENVL_VIDEO_READER", "decord")
     try:
