@@ -146,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     if steps < 1:
         p.error(f"--steps must be at least 1, got {steps}")
     out = Path(args.out)
+    # The cold start runs first and takes most of a CPU run (tiny_cpu on 2 cores: ~10 min): say so up front.
+    print(f"gpu_step: recipe {args.recipe} on {cfg.model.device}: its cold start first (timed as a whole; on a CPU "
+          f"the tiny_cpu cold start takes ~10 min on 2 cores), then {steps} measured RL step(s)", flush=True)  # fmt: skip
     result = run(cfg, out, steps, args.peak_tflops, progress=not args.no_progress)
     result["recipe"], result["overrides"] = args.recipe, args.overrides
     (out / "gpu_step.json").write_text(json.dumps(result, indent=2) + "\n")
