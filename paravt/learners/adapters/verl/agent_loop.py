@@ -147,7 +147,7 @@ class ParaVTAgentLoop(AgentLoopBase):
             mask: list[int] = []
             logprobs: list[float] | None = None
             request_id = uuid4().hex
-            turns, reward, done, final, dropped = 0, 0.0, False, {}, 0
+            turns, reward, done, final, dropped, executed = 0, 0.0, False, {}, 0, 0
             while not done:
                 room = self.response_length - len(mask)  # >= 1: every committed response leaves one token
                 params = {**sampling_params, "max_tokens": room}
@@ -167,6 +167,7 @@ class ParaVTAgentLoop(AgentLoopBase):
                 text = prefix + self.tokenizer.decode(token_ids, skip_special_tokens=True)
                 t0 = time.perf_counter()
                 obs, reward, terminated, truncated, final = await self._env_call(env.step, text)
+                executed += int((final.get("tool_calls") or {}).get("executed", 0))
                 metrics["tool_calls"] += time.perf_counter() - t0
                 done = terminated or truncated
                 if done:
@@ -202,6 +203,6 @@ class ParaVTAgentLoop(AgentLoopBase):
             num_turns=2 * turns,
             metrics=AgentLoopMetrics(**metrics),
             extra_fields={"reward_breakdown": final.get("reward_breakdown", {}), "prediction": final.get("prediction"),
-                          "frame_budget": info.get("frame_budget"), "executed_tool_calls": final.get("executed_tool_calls", 0),
+                          "frame_budget": info.get("frame_budget"), "executed_tool_calls": executed,
                           "dropped_tool_responses": dropped},  # fmt: skip
         )

@@ -4,7 +4,6 @@ the tiny Qwen3-VL behind ``LocalServerManager`` gives a well-formed trajectory."
 
 import numpy as np
 import pytest
-
 from engine_env import engine_import  # tests/engine_env.py
 
 engine_import("verl", "verl.experimental.agent_loop.agent_loop")

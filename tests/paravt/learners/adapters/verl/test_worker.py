@@ -119,6 +119,7 @@ def test_verl_worker_batches_paravt_trajectories_the_actor_can_train_on(tiny_qwe
         assert float(b["rm_scores"][i].sum()) == pytest.approx(local["reward"])
         assert batch.non_tensor_batch["frame_budget"][i] == local["K"] and local["K"] in (4, 8)
         assert batch.non_tensor_batch["reward_breakdown"][i] == local["breakdown"]
+        assert batch.non_tensor_batch["executed_tool_calls"][i] == 2  # the script's two parallel crops
         assert mm[i]["image_grid_thw"].shape[0] == sum(len(f) for f in local["frames"])
         # the actor's forward on exactly what verl batched: the server's log-probs at every generated token
         attn = b["attention_mask"][i : i + 1]
