@@ -49,6 +49,9 @@ def recipe_env(cfg: Any, samples: Any) -> Callable[[], Any]:
     from paravt_env import VideoToolEnv
 
     options = env_options(cfg, "trl")
+    if options["tool_result"] == "subagent":
+        raise ValueError("TRL: sub-agent mode has no TRL form (TRL returns tool results to the same conversation, "
+                         "and cannot generate a sub-agent's turns): override env.tool_result=frames")  # fmt: skip
     return lambda: VideoToolEnv(samples, **options)
 
 
