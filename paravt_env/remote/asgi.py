@@ -140,6 +140,19 @@ def _json_problem(body: bytes) -> str | None:
 
 
 
+def route_errors(app: Any) -> None:
+    """No such route (404) and a method a route does not take (405) in the ``{"error": ...}`` envelope."""
+    from starlette.exceptions import HTTPException
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Any, exc: HTTPException) -> JSONResponse:
+        if exc.status_code == 404:
+            return error_response(404, f"no route {request.method} {request.url.path}", "NoSuchRoute")
+        if exc.status_code == 405:
+            return error_response(405, f"{request.method} is not allowed on {request.url.path}", "MethodNotAllowed")
+        return error_response(exc.status_code, str(exc.detail), "HTTPError")
+
+
 class UvicornServer:
     """``app`` served by uvicorn on ``address``, bound now. ``serve_forever`` blocks; ``shutdown`` (from another
     thread) stops it and waits; ``close`` closes the socket."""

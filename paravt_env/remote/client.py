@@ -29,6 +29,7 @@ import httpx
 import numpy as np
 from gymnasium import spaces
 
+from ..bounded_read import ReplyTooLarge, ReplyTooSlow, read_bounded
 from ..config import EnvConfig
 from ..data import VideoQASample
 from ..spaces import AnyText, FrameBatch, Timestamps
@@ -122,18 +123,13 @@ class RemoteVideoToolEnv(gym.Env[dict, str]):
         where = f"serve-env at {self.url}: {method} {path}"
         try:
             with self._http.stream(method, path, json=body, timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0))) as r:
-                declared = r.headers.get("content-length")
-                if declared is not None and declared.isdigit() and int(declared) > self.max_reply_bytes:
-                    raise RemoteEnvError(f"{where}: the reply is {declared} bytes, above max_reply_bytes={self.max_reply_bytes}", r.status_code)
-                chunks, size = [], 0
-                for chunk in r.iter_raw():
-                    size += len(chunk)
-                    if size > self.max_reply_bytes:
-                        raise RemoteEnvError(f"{where}: the reply passed max_reply_bytes={self.max_reply_bytes}; abandoned", r.status_code)
-                    if time.monotonic() > deadline:
-                        raise RemoteEnvError(f"{where}: the reply did not finish within timeout={self.timeout:g} s; abandoned", r.status_code)
-                    chunks.append(chunk)
-                return r.status_code, b"".join(chunks)
+                try:
+                    return r.status_code, read_bounded(r, self.max_reply_bytes, deadline)
+                except ReplyTooLarge as exc:
+                    what = f"is {exc.size} bytes, above" if exc.declared else "passed"
+                    raise RemoteEnvError(f"{where}: the reply {what} max_reply_bytes={self.max_reply_bytes}; abandoned", r.status_code) from None
+                except ReplyTooSlow:
+                    raise RemoteEnvError(f"{where}: the reply did not finish within timeout={self.timeout:g} s; abandoned", r.status_code) from None
         except httpx.HTTPError as exc:
             raise RemoteEnvError(f"{where} failed: {type(exc).__name__}: {exc}") from None
 

@@ -44,10 +44,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..data import VideoQASample
-from .asgi import BoundedRequests, RequestBounds, UvicornServer, error_response
+from .asgi import BoundedRequests, RequestBounds, UvicornServer, error_response, route_errors
 from .sessions import API, ApiError, EnvServerLimits, Session, SessionStore
 from .wire import WireError, jsonable
 
@@ -139,13 +138,7 @@ def create_app(server: EnvServer) -> FastAPI:
         kind = "TypeError" if any("type" in str(e.get("type")) for e in exc.errors()) else "ValueError"
         return error_response(400, "; ".join(problems) or "invalid request", kind)
 
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        if exc.status_code == 404:
-            return error_response(404, f"no route {request.method} {request.url.path}", "NoSuchRoute")
-        if exc.status_code == 405:
-            return error_response(405, f"{request.method} is not allowed on {request.url.path}", "MethodNotAllowed")
-        return error_response(exc.status_code, str(exc.detail), "HTTPError")
+    route_errors(app)
 
     @app.exception_handler(Exception)
     async def _fault(request: Request, exc: Exception) -> JSONResponse:  # answered, never a dropped connection

@@ -22,6 +22,7 @@ import time
 
 import httpx
 
+from ..bounded_read import ReplyTooLarge, ReplyTooSlow, read_bounded
 from .metrics import token_f1
 
 logger = logging.getLogger(__name__)
@@ -82,13 +83,12 @@ def _ask(base_url: str, question: str, prediction: str, ground_truth: str) -> fl
         headers["Authorization"] = f"Bearer {os.environ['LLM_JUDGE_API_KEY']}"
     timeout = float(os.environ.get("LLM_JUDGE_TIMEOUT", "10"))
     deadline = time.monotonic() + timeout
-    raw = bytearray()
     with _client().stream("POST", base_url.rstrip("/") + "/chat/completions", json=body, headers=headers,
                           timeout=httpx.Timeout(timeout)) as response:  # fmt: skip
-        for chunk in response.iter_raw():  # a judge answers a few bytes: cap it, and the whole call's time
-            raw += chunk
-            if len(raw) > MAX_JUDGE_REPLY_BYTES or time.monotonic() > deadline:
-                raise ValueError(f"judge reply passed {MAX_JUDGE_REPLY_BYTES} bytes or {timeout:g} s")
+        try:  # a judge answers a few bytes: cap it, and the whole call's time
+            raw = read_bounded(response, MAX_JUDGE_REPLY_BYTES, deadline)
+        except (ReplyTooLarge, ReplyTooSlow):
+            raise ValueError(f"judge reply passed {MAX_JUDGE_REPLY_BYTES} bytes or {timeout:g} s") from None
         response.raise_for_status()
     reply = json.loads(raw.decode("utf-8"))
     text = reply["choices"][0]["message"]["content"].strip()

@@ -87,15 +87,15 @@ class TokenBudget:
 
 
 def token_budget(env: Any, *, max_new_tokens: int, cell: int, question_tokens: int = QUESTION_TOKENS,
-                 gating_choices: tuple[int, ...] = (), pads_per_frame: int | None = None) -> TokenBudget:  # fmt: skip
+                 pads_per_frame: int | None = None) -> TokenBudget:  # fmt: skip
     """The budget of episodes of ``env`` (an ``EnvConfig``) whose turns are at most ``max_new_tokens`` long and
     whose frames cost ``cell``-pixel pads (``patch_merge``; ``pads_per_frame``: a count measured otherwise, e.g.
-    with a processor that upscales). ``gating_choices``: the overview budgets nFrames Gating draws from (empty:
-    the env's ``frame_budget`` only)."""
+    with a processor that upscales). The overview is the largest K the env can show: under nFrames Gating the
+    largest of its ``gating_choices``, else its ``frame_budget``."""
     from paravt_env.protocol import system_prompt
 
     pads = frame_pads(env.max_pixels, cell) if pads_per_frame is None else pads_per_frame
-    k = max([env.frame_budget, *gating_choices])
+    k = max([env.frame_budget, *(env.gating_choices if env.nframes_gating else ())])
     per_frame = pads + FRAME_TEXT_TOKENS
     prompt = text_tokens(system_prompt(env.prompt_mode)) + question_tokens + k * per_frame + TURN_TEXT_TOKENS
     if env.tool_result == "subagent":
@@ -119,5 +119,4 @@ def recipe_budget(cfg: Any, samples: list[Any] | None = None) -> TokenBudget:
     lowest = cfg.model.processor_min_pixels or PROCESSOR_MIN_PIXELS[cell]
     question = max((text_tokens(s.question_with_options()) for s in samples), default=QUESTION_TOKENS) if samples else QUESTION_TOKENS
     return token_budget(env, max_new_tokens=cfg.rollout.max_new_tokens, cell=cell, question_tokens=question,
-                        pads_per_frame=frame_pads(max(env.max_pixels, lowest), cell),
-                        gating_choices=tuple(env.gating_choices) if env.nframes_gating else ())  # fmt: skip
+                        pads_per_frame=frame_pads(max(env.max_pixels, lowest), cell))  # fmt: skip

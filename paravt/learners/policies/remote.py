@@ -29,6 +29,7 @@ import httpx
 
 from paravt.learners.policies.base import Conversation, Generation
 from paravt.learners.policies.images import to_base64_png, to_data_url
+from paravt_env.bounded_read import ReplyTooLarge, ReplyTooSlow, read_bounded
 from paravt_env.messages import Message
 
 TRANSIENT_STATUS = frozenset({408, 425, 429})
@@ -112,15 +113,14 @@ def _post_once(url: str, data: bytes, headers: dict[str, str], timeout: float, m
     try:
         with (client or shared_client()).stream("POST", url, content=data, headers=headers,
                                                  timeout=httpx.Timeout(left())) as response:  # fmt: skip
-            declared = response.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > max_bytes:
-                raise ServerError(f"{url} answered {int(declared)} bytes, above the {max_bytes}-byte cap")
-            body = bytearray()
-            for chunk in response.iter_raw():
-                body += chunk
-                if len(body) > max_bytes:
-                    raise ServerError(f"{url} answered more than {max_bytes} bytes (the cap): refused")
-                left()
+            try:
+                body = read_bounded(response, max_bytes, deadline)
+            except ReplyTooLarge as exc:
+                if exc.declared:
+                    raise ServerError(f"{url} answered {exc.size} bytes, above the {max_bytes}-byte cap") from None
+                raise ServerError(f"{url} answered more than {max_bytes} bytes (the cap): refused") from None
+            except ReplyTooSlow:
+                raise _Retry(f"no complete answer within the {timeout:g} s deadline") from None
             status = response.status_code
             wait = retry_after(response.headers.get("retry-after"))
     except httpx.TimeoutException:
@@ -128,7 +128,7 @@ def _post_once(url: str, data: bytes, headers: dict[str, str], timeout: float, m
     except httpx.TransportError as exc:
         raise _Retry(f"{type(exc).__name__}: {exc}") from None
     try:
-        text = bytes(body).decode("utf-8")
+        text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ServerError(f"{url} answered bytes that are not UTF-8 ({exc.reason} at byte {exc.start})") from None
     if status >= 400:

@@ -30,11 +30,11 @@ import anyio
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from paravt.learners.policies.hf import HFPolicy
 from paravt_env.messages import Message
 from paravt_env.protocol import IMAGE_PLACEHOLDER
+from paravt_env.remote.asgi import error_response, route_errors
 
 logger = logging.getLogger(__name__)
 
@@ -182,24 +182,16 @@ class PolicyServer:
         app = FastAPI(title="paravt serve", description="A checkpoint behind OpenAI-compatible and sglang-style routes.")
         limiter = anyio.CapacityLimiter(max(2, min(self.limits.max_pending, 64)))
 
-        def error(status: int, message: str) -> JSONResponse:
-            return JSONResponse({"error": {"message": message, "code": status}}, status)
-
         @app.exception_handler(BadRequest)
         async def _bad(request: Request, exc: BadRequest) -> JSONResponse:
-            return error(exc.status, str(exc))
+            return error_response(exc.status, str(exc), "BadRequest")
 
-        @app.exception_handler(StarletteHTTPException)
-        async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-            if exc.status_code == 404:
-                return error(404, f"no route {request.method} {request.url.path}")
-            return error(exc.status_code, f"{request.method} is not allowed on {request.url.path}"
-                         if exc.status_code == 405 else str(exc.detail))  # fmt: skip
+        route_errors(app)
 
         @app.exception_handler(Exception)
         async def _fault(request: Request, exc: Exception) -> JSONResponse:  # answered, not a dropped connection
             logger.exception("request failed")
-            return error(500, f"{type(exc).__name__}: {exc}")
+            return error_response(500, f"{type(exc).__name__}: {exc}", "ServerError")
 
         async def run(handler: Any, request: Request) -> dict:
             raw = await request.body()  # already bounded and checked to be a JSON object by BoundedRequests

@@ -68,8 +68,7 @@ def completion_budget(env_config: Any, processor: Any, max_new_tokens: int = 256
     lowest = int(size.get("shortest_edge", 0) or getattr(ip, "min_pixels", 0) or 0)
     highest = int(size.get("longest_edge", 0) or getattr(ip, "max_pixels", 0) or env_config.max_pixels)
     pixels = min(max(env_config.max_pixels, lowest), highest)
-    return token_budget(env_config, max_new_tokens=max_new_tokens, cell=cell, pads_per_frame=frame_pads(pixels, cell),
-                        gating_choices=tuple(env_config.gating_choices) if env_config.nframes_gating else ())  # fmt: skip
+    return token_budget(env_config, max_new_tokens=max_new_tokens, cell=cell, pads_per_frame=frame_pads(pixels, cell))  # fmt: skip
 
 
 def check_completion_length(budget: TokenBudget, max_parallel: int, length: int, allow_rolled_back: bool) -> None:
