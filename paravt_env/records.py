@@ -6,8 +6,11 @@ Schema ``paravt-episode/1`` (a JSON object; times in seconds of the video; non-f
 - ``schema``, ``sample_id``, ``video`` (path), ``duration``, ``question``, ``question_type``, ``answer``,
   ``prediction``, ``score``, ``correct``, ``frame_budget`` (K), ``wall_s``, ``system_prompt_sha``;
 - ``overview``: timestamps of the K overview frames shown at reset;
-- ``events``: the true event windows ``{start, end, label}`` (synthetic and annotated data; empty otherwise);
-  ``truth_span``: ``[start, end]`` of a grounding answer (``tvg``), else null;
+- ``events``: the true event windows ``{start, end, label, asked}`` (synthetic and annotated data; empty
+  otherwise); ``asked`` is true for the events the question is about (the sample's ``extra["relevant_events"]``),
+  false for the others, null where the sample does not say;
+- ``truth_span``: ``[start, end]`` of a grounding answer (``tvg``), else null; ``predicted_span``: the span the
+  prediction names, as the scorer read it (null where it names none, or for other question types);
 - ``turns``: per agent turn, ``text`` (what the agent wrote), ``crops`` (per call: ``call``, ``start``,
   ``end``, ``status`` executed / rejected / failed, ``frames``, ``timestamps``, ``error``), ``frames``
   (timestamps of the frames the next observation carried), ``parse_problems``, ``timing`` (decode, sub-agent,
@@ -57,9 +60,12 @@ def crop_entry(call: int, start: Any, end: Any, status: str, timestamps: Any = (
 
 def episode_record(sample: Any, *, duration: float | None, frame_budget: int, overview: list[float],
                    turns: list[dict[str, Any]], reward: dict[str, float], prediction: str, score: float,
-                   correct: bool, truth_span: tuple[float, float] | list[float] | None = None, wall_s: float = 0.0,
+                   correct: bool, truth_span: tuple[float, float] | list[float] | None = None,
+                   predicted_span: tuple[float, float] | list[float] | None = None, wall_s: float = 0.0,
                    system_prompt_sha: str | None = None, **extra: Any) -> dict[str, Any]:  # fmt: skip
     """The record of one finished episode on ``sample`` (a ``VideoQASample``); ``extra`` fields are kept."""
+    relevant = (sample.extra or {}).get("relevant_events")
+    asked = set(relevant) if isinstance(relevant, (list, tuple)) else None
     return finite({
         "schema": SCHEMA, "sample_id": sample.id, "video": sample.video_path,
         "duration": duration if duration is not None else sample.duration,
@@ -67,8 +73,10 @@ def episode_record(sample: Any, *, duration: float | None, frame_budget: int, ov
         "prediction": prediction, "score": float(score), "correct": bool(correct),
         "frame_budget": int(frame_budget), "wall_s": round(float(wall_s), 4), "system_prompt_sha": system_prompt_sha,
         "overview": list(overview),
-        "events": [{"start": float(e.start), "end": float(e.end), "label": e.label} for e in sample.events],
+        "events": [{"start": float(e.start), "end": float(e.end), "label": e.label,
+                    "asked": (e.label in asked) if asked is not None else None} for e in sample.events],
         "truth_span": list(truth_span) if truth_span else None,
+        "predicted_span": [float(t) for t in predicted_span] if predicted_span else None,
         "turns": list(turns), "reward": dict(reward), **extra,
     })  # fmt: skip
 

@@ -132,6 +132,11 @@ def fingerprint(config: dict[str, Any], rows: list[dict[str, Any]], settings: di
     }  # fmt: skip
 
 
+def fingerprint_id(fp: dict[str, Any]) -> str:
+    """A short hash of a whole fingerprint: two evaluations with the same id agree on every field."""
+    return _sha(fp)
+
+
 def _load(run: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """A finished eval directory's fingerprint and rows; a summary that is not what ``paravt eval`` writes is a
     ``ValueError`` naming the file."""

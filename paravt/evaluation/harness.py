@@ -27,7 +27,7 @@ from paravt.evaluation.report import (
     summarize,
     write_report,
 )
-from paravt.evaluation.scoring import grounding_span, is_correct, release_result, score_prediction
+from paravt.evaluation.scoring import grounding_span, is_correct, predicted_span, release_result, score_prediction
 from paravt.evaluation.store import (
     CONFIG,
     RESULTS,
@@ -184,7 +184,8 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
                     sample, duration=ep.duration, frame_budget=ep.frame_budget, overview=ep.overview, turns=ep.steps,
                     reward=ep.breakdown, prediction=prediction, score=score, correct=correct, wall_s=ep.wall_s,
                     system_prompt_sha=ep.system_prompt_sha,
-                    truth_span=grounding_span(sample.answer) if sample.question_type == "tvg" else None),
+                    truth_span=grounding_span(sample.answer) if sample.question_type == "tvg" else None,
+                    predicted_span=predicted_span(sample, prediction, ep.final_info, release=release)),
                 inputs=input_identity(sample),
             )  # fmt: skip
         except Exception as exc:  # one sample's failure is recorded and counted, never fatal

@@ -42,6 +42,17 @@ def score_prediction(prediction: str, answer: str, question_type: str) -> float:
     return answer_accuracy(prediction, answer, question_type, "f1")
 
 
+def predicted_span(sample: VideoQASample, prediction: str, final_info: dict[str, Any], *, release: bool) -> tuple[float, float] | None:
+    """The span a grounding answer names, as its scorer reads it (``release_span`` of the final response under
+    the release protocol, ``grounding_span`` otherwise); None for other questions or where it names none."""
+    if release:
+        from paravt_env.data.release_questions import release_fields
+        from paravt_env.rewards.release_scores import release_span
+
+        return None if release_fields(sample)["is_mcq"] else release_span(final_info.get("final_response", ""))
+    return grounding_span(prediction) if sample.question_type == "tvg" else None
+
+
 def release_result(sample: VideoQASample, final_info: dict[str, Any]) -> tuple[float, str, str, bool, dict]:
     """(score, prediction, answer, correct, extra) of an episode under the release protocol, scored as the
     released driver scores: the option letter against its answer, or IoU (``correct``: IoU >= 0.5)."""

@@ -12,6 +12,7 @@ from paravt.learners.policies.hf import HFPolicy
 from paravt.learners.trajectory import Trajectory, TrajectoryBuilder
 from paravt_env.messages import observation_messages
 from paravt_env.records import episode_record, prompt_sha, turn_entry
+from paravt_env.rewards import parse_span
 
 
 def run_episode(
@@ -79,10 +80,14 @@ def run_batch(
     trajectories = []
     for k, (b, info, res, (turns, calls), rec) in enumerate(zip(builders, infos, results, counts, recorders, strict=True)):
         accuracy = float(res["breakdown"].get("accuracy", 0.0))
+        sample = envs[k].unwrapped.sample
+        grounding = sample.question_type == "tvg"  # the spans as the reward's accuracy term reads them
         record = episode_record(
-            envs[k].unwrapped.sample, duration=info.get("duration"), frame_budget=int(info["frame_budget"]),
+            sample, duration=info.get("duration"), frame_budget=int(info["frame_budget"]),
             overview=starts[k][1], turns=steps[k], reward=res["breakdown"], prediction=res["prediction"],
             score=accuracy, correct=accuracy >= 0.5, wall_s=res["wall_s"], system_prompt_sha=starts[k][2],
+            truth_span=parse_span(sample.answer) if grounding else None,
+            predicted_span=parse_span(res["prediction"]) if grounding else None,
             epoch=int(info.get("epoch", 0)),
         )  # fmt: skip
         trajectories.append(

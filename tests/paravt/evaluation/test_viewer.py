@@ -147,3 +147,112 @@ def test_adversarial_texts_and_a_malformed_record_never_blank_the_page(evaluated
     drawn = proc.stdout.split('<div id="runs">', 1)[1].split("<script", 1)[0]
     assert drawn.count("could not be drawn") == 1
     assert "<title>PWNED" not in proc.stdout and "<img src=" not in proc.stdout  # no injected script ran; text stays text
+
+
+def test_records_say_which_event_the_question_asks_about(evaluated, synth_small):
+    _, samples = synth_small
+    relevant = {s.id: set(s.extra["relevant_events"]) for s in samples}
+    for r in read_results(evaluated / "results.jsonl"):
+        events = r["episode"]["events"]
+        assert {e["label"] for e in events if e["asked"]} == relevant[r["id"]] != set()
+        assert all(e["asked"] is False for e in events if e["label"] not in relevant[r["id"]])
+
+
+def test_a_grounding_record_keeps_the_span_its_scorer_read(tmp_path):
+    from paravt.evaluation.scoring import predicted_span
+    from paravt_env import VideoQASample
+
+    tvg = VideoQASample(id="g", video_path="v.mp4", question="When?", answer="[10.0, 20.0]", question_type="tvg")
+    assert predicted_span(tvg, "It happens 12.5 - 18 seconds in", {}, release=False) == (12.5, 18.0)
+    assert predicted_span(tvg, "no idea", {}, release=False) is None
+    mcq = VideoQASample(id="m", video_path="v.mp4", question="Which?", answer="A", question_type="mcq", options=["a", "b"])
+    assert predicted_span(mcq, "[1, 2]", {}, release=False) is None
+
+
+class _Index(HTMLParser):
+    """The index table's cells (by row and class) and the timeline's asked / predicted marks, by episode."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows, self.marks, self.row, self.episode = {}, [], None, None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "tr" and "data-run" in a:
+            self.row = self.rows.setdefault(int(a["data-run"]), {})
+        elif tag == "td" and self.row is not None and "data-value" in a:
+            self.row[classes[0]] = a["data-value"]
+        elif "episode" in classes:
+            self.episode = a["data-sample-id"]
+        elif tag in ("rect", "text") and ({"asked", "asked-label", "predicted"} & set(classes)):
+            self.marks.append((self.episode, tag, classes, a))
+
+    def handle_endtag(self, tag):
+        if tag == "tbody":
+            self.row = None
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs chromium (apt-get install chromium; .ci/run does)")
+def test_the_index_summarises_each_run_and_the_timeline_marks_the_asked_event_and_the_predicted_span(evaluated, tmp_path):
+    """A training run's layout: its held-out evaluation (with summary.json) and two steps of sampled rollouts, one
+    episode of which is a grounding answer; the index's figures are recomputed here from the records."""
+    from paravt.evaluation.fingerprints import fingerprint_id
+
+    run = tmp_path / "run"
+    shutil.copytree(evaluated, run / "eval", ignore=shutil.ignore_patterns("*.lock", "view.html"))
+    summary = json.loads((evaluated / "summary.json").read_text())
+    summary["fingerprint"]["policy"] = "baseline:detector"  # as paravt eval --policy baseline:detector records it
+    (run / "eval" / "summary.json").write_text(json.dumps(summary))
+    rows = read_results(evaluated / "results.jsonl")
+    (run / "rollouts").mkdir()
+    for step, part in ((10, rows[:3]), (20, rows[3:])):
+        eps = [{**r["episode"], "step": step} for r in part]
+        if step == 10:
+            eps[0].update(question_type="tvg", truth_span=[30.0, 40.0], predicted_span=[35.5, 47.0], correct=False)
+        (run / "rollouts" / f"step_{step:06d}.jsonl").write_text(
+            "".join(json.dumps({"id": f"{e['sample_id']}@{step}", "episode": e}) + "\n" for e in eps))
+    path, counts = write_view(run, thumbs=False)
+    proc = subprocess.run(["chromium", "--headless", "--disable-gpu", "--no-sandbox", "--disable-dev-shm-usage",
+                           "--enable-logging=stderr", "--v=0", "--dump-dom", path.as_uri()],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0 and not re.findall(r"CONSOLE.*", proc.stderr), proc.stderr
+    page = _Index()
+    page.feed(proc.stdout)
+    sources = [("eval", [r["episode"] for r in rows], None),
+               ("rollouts/step_000010", None, 10), ("rollouts/step_000020", None, 20)]  # fmt: skip
+    assert len(page.rows) == 3
+    for i, (name, _, step) in enumerate(sources):
+        got = page.rows[i]
+        eps = [json.loads(line)["episode"] for line in (run / f"{name}.jsonl").read_text().splitlines()] if step else \
+            [r["episode"] for r in rows]
+        crops = [sum(c["status"] == "executed" for t in e["turns"] for c in t["crops"]) for e in eps]
+        correct = sum(e["correct"] for e in eps)
+        assert int(got["episodes"]) == len(eps) and int(got["correct"]) == correct and int(got["wrong"]) == len(eps) - correct
+        assert float(got["accuracy"]) == pytest.approx(correct / len(eps))
+        assert float(got["crops"]) == pytest.approx(sum(crops) / len(crops))
+        assert float(got["tool-use"]) == pytest.approx(sum(c > 0 for c in crops) / len(crops))
+        assert got["k"] == ",".join(str(k) for k in sorted({e["frame_budget"] for e in eps}))
+        assert got["step"] == ("" if step is None else str(step))
+        if step is None:
+            assert got["fingerprint"] == fingerprint_id(summary["fingerprint"]) and got["policy"] == summary["fingerprint"]["policy"]
+        else:
+            assert got["fingerprint"] == ""
+    # every asked event outlined and labelled, in every run's cards; the grounding card's predicted span drawn
+    asked = [(ep, a) for ep, tag, cls, a in page.marks if tag == "rect" and "asked" in cls]
+    expected = [(r["episode"]["sample_id"], e) for r in rows for e in r["episode"]["events"] if e["asked"]]
+    assert len(asked) == 2 * len(expected)  # the eval's cards and the rollouts' cards
+    assert {(ep, float(a["data-start"]), float(a["data-end"])) for ep, a in asked} == \
+        {(ep, e["start"], e["end"]) for ep, e in expected}
+    assert sum(1 for _, tag, cls, _ in page.marks if "asked-label" in cls) == len(asked)
+    spans = [(r["episode"]["sample_id"], tuple(r["episode"]["predicted_span"])) for r in rows if r["episode"]["predicted_span"]]
+    drawn = [(ep, (float(a["data-start"]), float(a["data-end"]))) for ep, _, cls, a in page.marks if "predicted" in cls]
+    for f in sorted((run / "rollouts").glob("*.jsonl")):
+        eps = [json.loads(line)["episode"] for line in f.read_text().splitlines()]
+        spans += [(e["sample_id"], tuple(e["predicted_span"])) for e in eps if e["predicted_span"]]
+    assert (rows[0]["episode"]["sample_id"], (35.5, 47.0)) in spans and sorted(drawn) == sorted(spans)
+    [predicted] = [a for ep, _, cls, a in page.marks if "predicted" in cls and float(a["data-end"]) == 47.0]
+    x = lambda t, d: PAD + (W - 2 * PAD) * min(max(t, 0), d) / d  # noqa: E731
+    duration = max([rows[0]["episode"]["duration"] or 0, *rows[0]["episode"]["overview"], *(e["end"] for e in rows[0]["episode"]["events"])])
+    assert float(predicted["x"]) == pytest.approx(x(35.5, duration))
+    assert float(predicted["width"]) == pytest.approx(max(x(47.0, duration) - x(35.5, duration), 1))
