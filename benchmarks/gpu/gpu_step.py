@@ -3,7 +3,7 @@ memory and the update's model FLOP utilisation, printed per step and written to 
 
     python -m benchmarks.gpu.gpu_step --out runs/gpu_step                      # recipe gpu_smoke: Qwen3-VL-2B, CUDA
     python -m benchmarks.gpu.gpu_step --out runs/gpu_step_8b model.size=8b     # the 8B (an H200; see README)
-    python -m benchmarks.gpu.gpu_step --out X --recipe tiny_cpu model.device=cpu --steps 2   # the same figures on CPU
+    python -m benchmarks.gpu.gpu_step --out X --quick model.device=cpu --steps 2   # the pipeline's check on a CPU (~2 min)
 
 The recipe's cold start (``gpu_smoke``: a few SFT steps on teacher episodes with parallel crops) runs first and is
 timed as a whole; then ``--steps`` RL steps of the local trainer (``Trainer.rl_step``: batched rollouts in the env,
@@ -15,6 +15,10 @@ a GPU not in the table, none on CPU). The summary averages the steps after the f
 allocator growth and kernel selection) when there are several. A step that runs out of GPU memory ends the run
 with exit 1, its step (0: the cold start) and the peak allocation recorded (``out_of_memory``): what does not fit
 is a figure too.
+
+The benchmark is for GPUs. ``--quick`` shrinks the recipe (``QUICK``: a tiny model, two 30-40 s videos, two
+rollouts of 24 new tokens, a one-step cold start) so that the whole pipeline runs in minutes anywhere, a CPU
+included; its figures say nothing about real size. On a CPU at a published size it says so and refuses.
 """
 
 from __future__ import annotations
@@ -27,6 +31,11 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+QUICK = ("model.size=tiny", "model.dtype=fp32", "model.gradient_checkpointing=false", "rollout.group_size=2",
+         "rollout.max_new_tokens=24", "env.frame_budget=4", "env.crop_max_frames=4", "data.size=112", "data.synth_n=2",
+         "data.min_duration=30", "data.max_duration=40", "sft.episodes=1", "sft.steps=1", "sft.frame_budgets=[4]")  # fmt: skip
+"""``--quick``: the recipe at tiny size, minutes on 2 CPU cores (the user's overrides still win)."""
 
 FIGURES = ("rollout_s", "reference_s", "update_s", "wall_s", "tokens_per_s", "train_tokens", "train_tokens_per_s",
            "peak_memory_mb", "mfu", "tool_calls_per_rollout", "generated_tokens")  # fmt: skip
@@ -132,25 +141,37 @@ def load_runnable_recipe(parser: argparse.ArgumentParser, recipe: str, overrides
     return cfg
 
 
+def step_config(parser: argparse.ArgumentParser, args: argparse.Namespace):  # noqa: ANN201
+    """The recipe to measure and the overrides it was built with (``QUICK`` first under ``--quick``, so that the
+    user's overrides win); a published size on a CPU is a usage error that names the way out."""
+    overrides = [*QUICK, *args.overrides] if args.quick else list(args.overrides)
+    cfg = load_runnable_recipe(parser, args.recipe, overrides)
+    if cfg.model.device == "cpu" and cfg.model.size != "tiny":
+        parser.error(f"gpu_step measures a {cfg.model.size} model's step, which is for GPUs: on a CPU, pass --quick "
+                     "(the pipeline at tiny size, minutes) or model.size=tiny")  # fmt: skip
+    return cfg, overrides
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="run directory (its cold start and gpu_step.json)")
     p.add_argument("--recipe", default="gpu_smoke")
     p.add_argument("--steps", type=int, default=None, help="RL steps to measure (default: the recipe's steps)")
     p.add_argument("--peak-tflops", type=float, default=None, help="the device's dense peak, for MFU (default: by GPU name)")
+    p.add_argument("--quick", action="store_true", help="the recipe at tiny size (QUICK): a check of the pipeline in minutes, on a CPU too")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("overrides", nargs="*", metavar="key=value")
     args = p.parse_args(argv)
-    cfg = load_runnable_recipe(p, args.recipe, args.overrides)
+    cfg, overrides = step_config(p, args)
     steps = cfg.steps if args.steps is None else args.steps
     if steps < 1:
         p.error(f"--steps must be at least 1, got {steps}")
     out = Path(args.out)
-    # The cold start runs first and takes most of a CPU run (tiny_cpu on 2 cores: ~10 min): say so up front.
-    print(f"gpu_step: recipe {args.recipe} on {cfg.model.device}: its cold start first (timed as a whole; on a CPU "
-          f"the tiny_cpu cold start takes ~10 min on 2 cores), then {steps} measured RL step(s)", flush=True)  # fmt: skip
+    # The cold start runs first and is timed as a whole: say so up front, so that its progress bars make sense.
+    print(f"gpu_step: recipe {args.recipe}{' (--quick)' if args.quick else ''}, {cfg.model.size} model on "
+          f"{cfg.model.device}: its cold start first (timed as a whole), then {steps} measured RL step(s)", flush=True)  # fmt: skip
     result = run(cfg, out, steps, args.peak_tflops, progress=not args.no_progress)
-    result["recipe"], result["overrides"] = args.recipe, args.overrides
+    result["recipe"], result["overrides"], result["quick"] = args.recipe, overrides, args.quick
     (out / "gpu_step.json").write_text(json.dumps(result, indent=2) + "\n")
     if result["out_of_memory"]:
         oom = result["out_of_memory"]

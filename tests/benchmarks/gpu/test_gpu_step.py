@@ -8,10 +8,7 @@ torch = pytest.importorskip("torch")
 
 from benchmarks.gpu.gpu_step import FIGURES, main  # noqa: E402
 
-TINY = ["model.size=tiny", "model.device=cpu", "model.dtype=fp32", "model.gradient_checkpointing=false",
-        "rollout.group_size=2", "rollout.max_new_tokens=24", "env.frame_budget=4", "env.crop_max_frames=4",
-        "data.size=112", "data.synth_n=2", "data.min_duration=30", "data.max_duration=40", "sft.episodes=1",
-        "sft.steps=1", "sft.frame_budgets=[4]"]  # fmt: skip
+TINY = ["--quick", "model.device=cpu"]  # what the docs' CPU line runs
 
 
 def test_the_gpu_recipe_reports_every_figure_on_a_cpu(tmp_path, monkeypatch, capsys):
@@ -75,3 +72,20 @@ def test_a_cold_start_that_does_not_fit_is_step_0(tmp_path, monkeypatch):
     assert main(["--out", str(out), "--steps", "2", "--no-progress", *TINY]) == 1
     result = json.loads((out / "gpu_step.json").read_text())
     assert result["steps"] == [] and result["out_of_memory"]["step"] == 0
+
+
+def test_a_published_size_on_a_cpu_is_refused_with_the_way_out(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--out", str(tmp_path / "x"), "model.device=cpu"])
+    assert exc.value.code == 2 and "--quick" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_quick_is_the_recipe_at_tiny_size_and_the_users_overrides_win():
+    import argparse
+
+    from benchmarks.gpu.gpu_step import step_config
+
+    args = argparse.Namespace(recipe="gpu_smoke", quick=True, overrides=["model.device=cpu", "rollout.group_size=4"])
+    cfg, overrides = step_config(argparse.ArgumentParser(), args)
+    assert cfg.model.size == "tiny" and cfg.data.synth_n == 2 and cfg.rollout.group_size == 4 and cfg.model.device == "cpu"
+    assert overrides[-2:] == args.overrides
