@@ -55,6 +55,20 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def add_threads_argument(parser: argparse.ArgumentParser) -> None:
+    """``--threads N``: torch's CPU thread count for a command that runs a model (``paravt.learners.threads``)."""
+    parser.add_argument("--threads", type=int, default=None, metavar="N",
+                        help="torch CPU threads (default: $PARAVT_THREADS, else half the usable cores: torch's one "
+                             "thread per core slows a model several-fold when anything else runs)")  # fmt: skip
+
+
+def apply_threads(args: argparse.Namespace, workers: int = 1) -> int:
+    """Set torch's thread count from ``--threads`` / ``PARAVT_THREADS`` / the default; returns it."""
+    from paravt.learners.threads import set_torch_threads
+
+    return set_torch_threads(getattr(args, "threads", None), workers)
+
+
 # How to continue what an interrupt stopped, by command (the saved state is kept; the same command resumes).
 CONTINUE = {
     "train": "rerun the same command with --resume to continue from the last checkpoint",

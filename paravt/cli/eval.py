@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from paravt.cli import add_threads_argument
 from paravt_env.episodes import PROTOCOLS
 from paravt_env.protocol.prompts import PROMPT_MODES
 
@@ -89,6 +90,7 @@ def add_eval_options(p: argparse.ArgumentParser, *, single: bool) -> None:
     p.add_argument(
         "--max-new-tokens", type=int, default=2048, help="model policies: tokens per turn (default 2048)"
     )
+    add_threads_argument(p)
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -106,6 +108,17 @@ def run_diff(args: argparse.Namespace) -> int:
     return 0
 
 
+def threads_for(args: argparse.Namespace) -> None:
+    """``--threads`` checked whatever the policy; set for an in-process model (``hf:``), whose speed it decides."""
+    from paravt.learners.threads import resolve_threads
+
+    resolve_threads(args.threads)
+    if (args.policy or "").startswith("hf:"):
+        from paravt.cli import apply_threads
+
+        apply_threads(args)
+
+
 def run(args: argparse.Namespace) -> int:
     from paravt.evaluation.harness import OPTION_KEYS, eval_options, evaluate
     from paravt.evaluation.policies import make_agent_factory, preflight
@@ -114,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
     missing = [f"--{k}" for k in ("policy", "data", "out") if not getattr(args, k)]
     if missing:
         raise ValueError(f"paravt eval needs {', '.join(missing)}")
+    threads_for(args)
     from paravt_env import load_samples
 
     # Every row asked for counts in n: a missing video is an error row, not a smaller denominator.
@@ -155,6 +169,7 @@ def run_suite_command(args: argparse.Namespace) -> int:
     missing = [f"--{k.replace('_', '-')}" for k in ("policy", "data_root", "out") if not getattr(args, k)]
     if missing:
         raise ValueError(f"paravt eval suite needs {', '.join(missing)}")
+    threads_for(args)
     columns = tuple(c.strip() for c in args.columns.split(",")) if args.columns else COLUMN_KEYS
     paper_rows = json.loads(Path(args.paper_rows).read_text()) if args.paper_rows else None
     if paper_rows is not None and not (isinstance(paper_rows, dict) and all(isinstance(v, dict) for v in paper_rows.values())):

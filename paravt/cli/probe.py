@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from paravt.cli import add_threads_argument
+
 
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
@@ -25,6 +27,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
                    help="also sample whole episodes at this temperature: κ, calls per turn, well-formed turns "
                         "(default 1.0, the RL regime; 0 skips them)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON (per-sample rows included)")
+    add_threads_argument(p)
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
 
@@ -51,9 +54,11 @@ def load_checkpoint(spec: str):
 
 
 def run(args: argparse.Namespace) -> int:
+    from paravt.cli import apply_threads
     from paravt.experiments.probe import ProbeConfig, probe_perception, sample_tool_use, to_markdown
     from paravt_env import load_samples
 
+    apply_threads(args)
     try:
         budgets = tuple(int(b) for b in args.budgets.split(",") if b.strip())
     except ValueError:

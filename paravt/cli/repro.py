@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from pathlib import Path
 
@@ -29,6 +30,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--jobs", type=int, default=1,
                    help="arm runs trained and evaluated at once, each in its own process with its share of the CPU "
                         "threads (default 1; on a 2-core machine --jobs 2 finishes the comparison sooner: see the README)")
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="torch CPU threads per job (default: $PARAVT_THREADS, else with --jobs 1 half the usable cores, "
+                        "with --jobs N the cores shared out among the N jobs)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides for every stage and arm")
     p.set_defaults(func=run)
@@ -84,10 +88,16 @@ def run(args: argparse.Namespace) -> int:
             write_report(out, cfg, coldstart_summary(out), wall)  # a partial report after every run
 
         t0 = time.perf_counter()
+        from paravt.learners.threads import resolve_threads, set_torch_threads
+
+        set_torch_threads(args.threads)  # this process: the cold start, and every run with --jobs 1
+        if args.threads is not None or os.environ.get("PARAVT_THREADS"):
+            args.threads = resolve_threads(args.threads)[0]  # the workers get what was asked; else their share
         if args.jobs == 1:
             run_training(cfg, out, progress=progress, on_arm=after_arm)
         else:
-            run_parallel(cfg, out, args.jobs, progress, lambda: write_report(out, cfg, coldstart_summary(out), wall))
+            run_parallel(cfg, out, args.jobs, progress, lambda: write_report(out, cfg, coldstart_summary(out), wall),
+                         threads=args.threads)
         wall["total (this invocation)"] = time.perf_counter() - t0
         timed("evaluation", evaluate_coldstart, out, cfg, progress)
     else:  # the report of the run on disk, under the settings it was run with
@@ -99,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_parallel(cfg, out: Path, jobs: int, progress: bool, report) -> None:
+def run_parallel(cfg, out: Path, jobs: int, progress: bool, report, threads: int | None = None) -> None:
     """The shared cold start here, then every (arm, seed) run and its evaluations in ``jobs`` worker processes
     (``paravt.experiments.repro.jobs``), seeds outermost as in the sequential order; the partial report after each."""
     from paravt.experiments.repro.jobs import run_jobs
@@ -107,7 +117,7 @@ def run_parallel(cfg, out: Path, jobs: int, progress: bool, report) -> None:
 
     prepare(cfg, out, progress)
     tasks = [((arm, seed), arm_job, (cfg, out, arm, seed)) for seed in cfg.seeds for arm in cfg.arms]
-    run_jobs(tasks, jobs, on_done=lambda key, seconds: report())
+    run_jobs(tasks, jobs, on_done=lambda key, seconds: report(), threads=threads)
 
 
 def arm_job(cfg, out: Path, arm: str, seed: int) -> None:

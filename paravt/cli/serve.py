@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import argparse
 
+from paravt.cli import add_threads_argument
+
 
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument("--model", required=True, help="checkpoint directory")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed on start)")
+    add_threads_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from paravt.cli import apply_threads
     from paravt.learners.policies.server import serve
+
+    apply_threads(args)
 
     serve(args.model, args.host, args.port, ready=lambda line: print(line, flush=True))
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from paravt.cli import add_threads_argument
+
 
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
@@ -18,6 +20,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--dry-run", action="store_true", help="openrlhf backend: print the command, do not run it")
     p.add_argument("--gpus", type=int, default=8, help="openrlhf backend: GPUs of the node (actor, reference and "
                    "one vLLM engine each, colocated; default 8, the release's)")
+    add_threads_argument(p)
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides, e.g. grpo.kl_coef=0")
     p.set_defaults(func=run)
@@ -53,8 +56,11 @@ def run(args: argparse.Namespace) -> int:
         return launch(cfg, None if args.dry_run else resolve_data(cfg), args.out, dry_run=args.dry_run, gpus=args.gpus)
     from pathlib import Path
 
+    from paravt.cli import apply_threads
     from paravt.learners.run_setup import write_heldout
     from paravt.learners.trainer import Trainer
+
+    apply_threads(args)
 
     out = Path(args.out)
     if args.resume and not (out / "checkpoint").exists() and not (out / "coldstart").exists():

@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+from paravt.learners.threads import available_cpus
+
 logger = logging.getLogger(__name__)
 
 Job = tuple[Hashable, Callable[..., Any], tuple[Any, ...]]
@@ -34,13 +36,6 @@ class JobFailed(ChildProcessError):
     """A worker exited with an error (its traceback is in the log above); finished jobs are kept."""
 
 
-def available_cpus() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def run_jobs(jobs: Sequence[Job], workers: int, *, on_done: Callable[[Hashable, float], None] | None = None,
              threads: int | None = None) -> None:  # fmt: skip
     """Run every job, at most ``workers`` at a time, in submission order; ``on_done(key, seconds)`` after each
@@ -49,7 +44,7 @@ def run_jobs(jobs: Sequence[Job], workers: int, *, on_done: Callable[[Hashable, 
     every running worker gets one SIGINT, is waited for, and the interrupt is re-raised."""
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
-    threads = threads or max(1, available_cpus() // workers)
+    threads = threads or max(1, available_cpus() // workers)  # the cores shared out: the jobs are the machine's load
     ctx = multiprocessing.get_context("spawn")  # no inherited torch state, locks or open decoders
     pending = list(jobs)
     running: dict[Any, tuple[Hashable, float]] = {}
