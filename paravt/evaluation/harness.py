@@ -27,7 +27,13 @@ from paravt.evaluation.report import (
     summarize,
     write_report,
 )
-from paravt.evaluation.scoring import grounding_span, is_correct, predicted_span, release_result, score_prediction
+from paravt.evaluation.scoring import (
+    grounding_span,
+    is_correct,
+    predicted_span,
+    release_result,
+    score_prediction,
+)
 from paravt.evaluation.store import (
     CONFIG,
     RESULTS,

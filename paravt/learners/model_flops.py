@@ -11,7 +11,7 @@ under gradient checkpointing excluded (it is hardware work, not model work):
 
 Embedding look-ups, norms and element-wise work are not counted. Written for Qwen3-VL (Qwen2.5-VL's windowed
 vision blocks would be counted as attending over the whole image). A training step (forward + backward) is 3x
-the forward pass. ``tests/learners/test_model_flops.py`` checks the count against ``FlopCounterMode`` on the
+the forward pass. ``tests/paravt/learners/test_model_flops.py`` checks the count against ``FlopCounterMode`` on the
 tiny model.
 """
 

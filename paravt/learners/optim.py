@@ -3,7 +3,7 @@
 A bf16 weight of magnitude 0.02 has a spacing of 2^-13 ~ 1.2e-4 between representable values; an AdamW step
 moves a weight by about the learning rate, 2e-6 in the release's RL recipes, so written straight into bf16
 weights nearly every update rounds back to the old value and training barely happens (measured in
-``tests/learners/test_optim.py``: 200 steps at lr 1e-5 move 16 % of a bf16 layer's weights, the smallest ones, and
+``tests/paravt/learners/test_optim.py``: 200 steps at lr 1e-5 move 16 % of a bf16 layer's weights, the smallest ones, and
 leave the rest where they were). Mixed-precision
 trainers (DeepSpeed's bf16 mode, the release's AReaL stack) keep an fp32 master copy for the optimiser and copy it
 back, rounded, after each step: so does ``MasterWeightAdamW``. The model keeps its bf16 weights for generation

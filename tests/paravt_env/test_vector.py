@@ -1,5 +1,5 @@
-"""``gymnasium.make_vec`` over the registered env: sync as is, async with ``shared_memory=False`` (as the
-README says), both playing the same episodes as a single env."""
+"""``gymnasium.make_vec`` over the registered env: sync as is, async with ``shared_memory=False`` (as
+docs/env.md says), both playing the same episodes as a single env."""
 
 import gymnasium
 import numpy as np

@@ -1,4 +1,4 @@
-"""``paravt serve-env`` as a real process, driven with the standard library's urllib (what the README shows)."""
+"""``paravt serve-env`` as a real process, driven with the standard library's urllib (what docs/env-server.md shows)."""
 
 import json
 import re
@@ -63,11 +63,11 @@ def test_bad_command_lines_are_one_line_errors(tmp_path):
 
 
 def test_the_readme_client_runs_as_written(served, capsys):
-    """The README's standard-library client, against a real server (its URL swapped in)."""
+    """The docs' standard-library client, against a real server (its URL swapped in)."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    block = re.search(r"A client in a few lines of standard library:\n\n```python\n(.*?)```", text, re.S).group(1)
+    text = (Path(__file__).resolve().parents[3] / "docs" / "env-server.md").read_text()
+    block = re.search(r"## A client in a few lines of standard library\n.*?```python\n(.*?)```", text, re.S).group(1)
     assert "http://127.0.0.1:8100" in block
     exec(block.replace("http://127.0.0.1:8100", served), {})
     assert "'total'" in capsys.readouterr().out

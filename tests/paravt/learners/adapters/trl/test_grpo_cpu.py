@@ -23,7 +23,7 @@ from paravt.learners.adapters.trl import ParaVTEnvironment, dataset_rows, grpo_t
 from paravt.learners.adapters.trl.processor import load_processor  # noqa: E402
 from paravt_env import VideoToolEnv  # noqa: E402
 
-# the README's TRL example at the tiny model's size: two parallel crops of at most 8 frames, 3 turns
+# the TRL example of docs/engines.md at the tiny model's size: two parallel crops of at most 8 frames, 3 turns
 ENV = {"frame_budget": 4, "max_pixels": 12544, "max_parallel": 2, "crop_max_frames": 8}
 CALLS = [(5, 15), (20, 30)]
 

@@ -1,0 +1,210 @@
+"""The documentation runs as written and builds clean.
+
+Every code block of the site (``docs/*.md``, in ``mkdocs.yml``'s nav order) is run in one fresh directory, so a page
+may use what an earlier page made (``runs/synth``): each ```bash block's ``paravt`` commands (continuation lines
+joined, comments dropped) except those SKIP names with its reason, and each ```python block as a script. A block
+that cannot run here says why on the line before its fence: ``<!-- skip-test: reason -->``. A page that starts
+``paravt serve-env`` has it running in the background while its Python blocks talk to it. The site builds with
+``mkdocs build --strict`` (a warning fails), and no page links outside the repository.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+SKIP = [
+    (r"^paravt train (?!.*--dry-run)", "training takes minutes to hours (the main job is timed by hand)"),
+    (r"^paravt repro", "hours of training; --report-only needs a finished repro"),
+    (r"\bRUN/|\bOUT/", "RUN / OUT stand for a run's directory"),
+    (r"\$HF_HOME|\$DATA", "the released benchmark / training data"),
+    (r"^paravt export openrlhf .*--data /data/", "/data/paravt_rl.parquet stands for the released parquet"),
+    (r"openai:|sglang:", "a model server"),
+    (r"^paravt serve\b(?!-env)", "a model server runs until stopped (tests/paravt/learners/policies test it as a process)"),
+]
+FENCE = re.compile(r"(?:<!--\s*skip-test:\s*(?P<why>.*?)\s*-->\s*\n)?^```(?P<lang>[\w-]*)\n(?P<code>.*?)^```", re.S | re.M)
+
+
+@dataclass
+class Block:
+    page: str
+    line: int
+    lang: str
+    code: str
+    skip: str | None
+
+
+def nav_pages() -> list[str]:
+    """The pages of ``mkdocs.yml``'s nav, in order (paths relative to ``docs/``)."""
+    import yaml
+
+    def walk(node):  # noqa: ANN001, ANN202
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, list):
+            for item in node:
+                yield from walk(item)
+        elif isinstance(node, dict):
+            for value in node.values():
+                yield from walk(value)
+
+    return list(walk(yaml.safe_load((REPO / "mkdocs.yml").read_text())["nav"]))
+
+
+def blocks(page: str) -> list[Block]:
+    text = (DOCS / page).read_text()
+    return [Block(page, text[: m.start("code")].count("\n"), m["lang"], m["code"], m["why"]) for m in FENCE.finditer(text)]
+
+
+def commands(code: str) -> list[str]:
+    """A bash block's commands: continuation lines joined, comments dropped."""
+    out = []
+    for line in code.replace("\\\n", " ").splitlines():
+        line = re.sub(r"\s+#.*$", "", line).strip()
+        if line and not line.startswith("#"):
+            out.append(re.sub(r"\s+", " ", line))
+    return out
+
+
+RUN_PREFIXES = ("paravt ", "python -m benchmarks.gpu.gpu_step --quick")
+"""The commands run: the CLI's, and the GPU benchmark's CPU check (the others are installs, test runs, servers
+and benchmarks of minutes, each documented where it is shown)."""
+
+
+def runnable(command: str) -> bool:
+    return command.startswith(RUN_PREFIXES) and not command.startswith("paravt serve-env") and \
+        not any(re.search(p, command) for p, _ in SKIP)
+
+
+def all_blocks() -> list[Block]:
+    return [b for page in nav_pages() for b in blocks(page)]
+
+
+def test_the_nav_holds_every_page_by_task():
+    pages = nav_pages()
+    for page in ("index.md", "quickstart.md", "env.md", "data.md", "evaluation.md", "training.md", "engines.md",
+                 "env-server.md", "repro.md", "gpu.md", "reference.md"):  # fmt: skip
+        assert page in pages, page
+    assert all((DOCS / p).is_file() for p in pages)
+
+
+def test_every_block_runs_or_says_why_not():
+    found = all_blocks()
+    run = [c for b in found if b.lang == "bash" and not b.skip for c in commands(b.code) if runnable(c)]
+    # the fast ones a newcomer tries first are among those run (an edit cannot make the run test vacuous)
+    for expected in ("paravt synth --out runs/synth", "paravt eval compare runs/eval_detector runs/eval_no_tool",
+                     "paravt tiny-model", "paravt bench dispatch", "--dry-run", "paravt view"):  # fmt: skip
+        assert any(expected in c for c in run), expected
+    python = [b for b in found if b.lang == "python"]
+    assert sum(not b.skip for b in python) >= 4, "the env, video, data and rollout snippets run"
+    for b in found:
+        assert b.lang in ("bash", "python", "bibtex", "text", "yaml", ""), f"{b.page}:{b.line}: a ```{b.lang} block"
+        assert b.skip is None or len(b.skip) > 10, f"{b.page}:{b.line}: say why the block cannot run here"
+
+
+def _serve_env(command: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen:
+    """Start a page's ``paravt serve-env`` command and wait for its ``/health``."""
+    import httpx
+
+    port = int(re.search(r"--port (\d+)", command)[1])
+    with socket.socket() as s:
+        if s.connect_ex(("127.0.0.1", port)) == 0:
+            pytest.fail(f"port {port} is taken: the docs' server example cannot start")
+    proc = subprocess.Popen(command, shell=True, cwd=cwd, env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"{command} exited {proc.returncode}: {proc.stderr.read()[-2000:]}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGTERM)
+    pytest.fail(f"{command} did not answer /health within 120 s")
+
+
+@pytest.mark.skipif(shutil.which("paravt") is None, reason="the paravt console script is not installed")
+def test_the_docs_code_runs_as_written(tmp_path):
+    env = {**os.environ, "PARAVT_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}  # benchmarks/ is not installed
+    ran = 0
+    for page in nav_pages():
+        server = None
+        try:
+            for b in blocks(page):
+                where = f"docs/{b.page}:{b.line}"
+                if b.skip or b.lang not in ("bash", "python"):
+                    continue
+                if b.lang == "python":
+                    done = subprocess.run([sys.executable, "-c", b.code], cwd=tmp_path, env=env, capture_output=True,
+                                          text=True, timeout=600)  # fmt: skip
+                    assert done.returncode == 0, f"{where}\n{b.code}\n{done.stderr[-3000:]}"
+                    ran += 1
+                    continue
+                for command in commands(b.code):
+                    if command.startswith("paravt serve-env") and server is None:
+                        server = _serve_env(command, tmp_path, env)
+                        continue
+                    if not runnable(command):
+                        continue
+                    done = subprocess.run(command, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True,
+                                          timeout=600)  # fmt: skip
+                    assert done.returncode == 0, f"{where}: {command}\n{done.stderr[-3000:]}"
+                    assert "Traceback" not in done.stderr, f"{where}: {command}\n{done.stderr[-3000:]}"
+                    ran += 1
+        finally:
+            if server is not None:
+                os.killpg(server.pid, signal.SIGTERM)
+                server.wait(timeout=30)
+    assert ran > 10
+    assert not (tmp_path / "runs" / "paragrpo").exists()  # the dry run read no data and wrote nothing
+    assert (tmp_path / "runs" / "eval_detector" / "view.html").is_file()
+
+
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)")
+
+
+@pytest.mark.parametrize("path", ["README.md", *sorted(str(p.relative_to(REPO)) for p in DOCS.glob("*.md"))])
+def test_links_stay_in_the_repository_and_resolve(path):
+    text = (REPO / path).read_text()
+    prose = FENCE.sub("", text)  # a URL inside a code block is code (a server's address), not a link
+    assert not re.search(r"\]\(\s*https?:|<https?:", prose), f"{path} links outside the repository"
+    for target in LINK.findall(prose):
+        target = target.split("#", 1)[0]
+        if target:
+            assert (REPO / path).parent.joinpath(target).resolve().exists(), f"{path}: {target} does not exist"
+
+
+REPO_PATH = re.compile(r"`((?:tests|benchmarks|paravt|paravt_env|docs|requirements|scripts|\.ci)/[\w./-]*\w)`")
+
+
+@pytest.mark.parametrize("path", ["README.md", *sorted(str(p.relative_to(REPO)) for p in DOCS.glob("*.md"))])
+def test_every_repository_path_the_docs_name_exists(path):
+    """A file or folder of the repository named in inline code (``tests/...``, ``benchmarks/...``) exists: a
+    moved module or test leaves no stale pointer behind."""
+    text = FENCE.sub("", (REPO / path).read_text())
+    named = [m for m in REPO_PATH.finditer(text)
+             if not re.search(r"release|metric", text[max(0, m.start() - 70) : m.start()])]  # the release's own files; metric names
+    missing = sorted({m[1] for m in named if not any(c in m[1] for c in "*{") and not (REPO / m[1]).exists()})
+    assert not missing, f"{path} names paths that do not exist: {missing}"
+
+
+def test_the_site_builds_without_a_warning(tmp_path):
+    pytest.importorskip("mkdocs")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "site" / "quickstart" / "index.html").is_file()
