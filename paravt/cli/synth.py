@@ -23,6 +23,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--workers", type=int, default=1, help="videos encoded in parallel processes (default 1)")
     p.add_argument("--no-needles", action="store_true",
                    help="render the videos without their needles, questions and answers unchanged (a blind control)")
+    p.add_argument("--counterfactual", choices=("colour", "shape"), default=None,
+                   help="render every needle with another colour (or shape), all else kept; questions are asked of "
+                        "the changed video, so an open-ended colour question reads the same and its answer changes")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
@@ -43,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
         size=args.size,
         questions_per_video=args.questions_per_video,
         needles_visible=not args.no_needles,
+        counterfactual=args.counterfactual or "",
         **extra,
     )
     samples = generate_dataset(args.out, config, progress=not args.no_progress, workers=args.workers)

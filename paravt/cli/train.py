@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
                       allow_config_change=args.allow_config_change)
     interrupt_on_sigterm()  # timeout, schedulers and docker stop send SIGTERM: save like Ctrl-C does
     heldout = write_heldout(cfg, out)  # before training: the split exists even if the run is interrupted
-    write_heldout(cfg, out, blank=True)  # the same questions on videos without their needles
+    write_heldout(cfg, out, counterfactual=True)  # the same videos, every needle recoloured
     start = trainer.step
     try:
         rows = trainer.train(args.steps)
@@ -94,14 +94,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def fresh(target, identity: str, with_blank: bool) -> None:
-    """Keep ``target`` (an evaluation of a checkpoint, and its needles-removed twin) only if it evaluated the
-    checkpoint as it is now (``checkpoint.json``); a continued run saves new weights to the same path, and its
-    evaluation is redone rather than resumed."""
+def fresh(target, identity: str, twins: tuple[str, ...] = ()) -> None:
+    """Keep ``target`` (an evaluation of a checkpoint, and its twins ``target`` + suffix on other splits) only if
+    it evaluated the checkpoint as it is now (``checkpoint.json``); a continued run saves new weights to the same
+    path, and its evaluation is redone rather than resumed."""
     import json
     import shutil
 
-    for folder in (target, target.with_name(target.name + "_blank")) if with_blank else (target,):
+    for folder in (target, *(target.with_name(target.name + suffix) for suffix in twins)):
         marker = folder / "checkpoint.json"
         if folder.exists() and (not marker.is_file() or json.loads(marker.read_text()).get("identity") != identity):
             print(f"{folder}: the checkpoint changed since it was evaluated: evaluating again")
@@ -123,29 +123,39 @@ def evaluate_heldout(out, progress: bool = True) -> str:
     """``paravt eval --policy hf:RUN/checkpoint/model --data RUN/heldout --out RUN/eval`` (the checkpoint's
     policy card supplies the env options), and the same for the cold start the RL started from
     (``RUN/coldstart/model`` -> ``RUN/eval_coldstart``), as Markdown with the two side by side. Where the
-    needle-less copy of the split exists (``RUN/heldout_blank``), both are also evaluated on it
-    (``RUN/eval_blank``, ``RUN/eval_coldstart_blank``): answers that follow the pixels fall to guessing there."""
+    split's counterfactual copy exists (``RUN/heldout_counterfactual``: every needle recoloured), both are also
+    evaluated on it (``RUN/eval_counterfactual``, ``RUN/eval_coldstart_counterfactual``) and the table says how
+    often the answer follows the new colour and how often it keeps the old one
+    (``paravt.evaluation.counterfactual``)."""
+    from paravt.evaluation.counterfactual import follow_rates
     from paravt.evaluation.fingerprints import checkpoint_identity
     from paravt.evaluation.harness import evaluate_checkpoint
     from paravt.evaluation.report import to_markdown
+    from paravt.learners.run_setup import COUNTERFACTUAL_SPLIT
 
-    data, blank = out / "heldout", out / "heldout_blank"
+    data, counter = out / "heldout", out / COUNTERFACTUAL_SPLIT
     runs = [("RL", out / "checkpoint" / "model", out / "eval")]
     if (out / "coldstart" / "model" / "paravt.json").is_file():
         runs.insert(0, ("cold start", out / "coldstart" / "model", out / "eval_coldstart"))
-    with_blank = (blank / "samples.jsonl").is_file()
+    with_counter = (counter / "samples.jsonl").is_file()
     parts, rows = [], []
     for label, model, target in runs:
-        fresh(target, checkpoint_identity(model), with_blank)
+        fresh(target, checkpoint_identity(model), ("_counterfactual",) if with_counter else ())
         summary = evaluate_checkpoint(model, data, target, progress=progress)
         parts.append(to_markdown(summary, f"Held-out evaluation ({label}): hf:{model} on {data}"))
         row = (f"| {label} | {summary['accuracy']:.3f} | {summary['avg_tool_calls']:.2f} | "
                f"{summary['tool_usage_rate']:.2f} | {summary['n']} |")  # fmt: skip
-        if with_blank:
-            empty = evaluate_checkpoint(model, blank, target.with_name(target.name + "_blank"), progress=progress)
-            row += f" {empty['accuracy']:.3f} |"
+        if with_counter:
+            twin = target.with_name(target.name + "_counterfactual")
+            evaluate_checkpoint(model, counter, twin, progress=progress)
+            rates = follow_rates(data, counter, twin)
+            row += f" {_rate(rates['follows'])} | {_rate(rates['keeps'])} |"
         rows.append(row)
     head = "| policy | held-out accuracy | crops per episode | tool use | n |"
-    table = [head + (" same questions, needles removed |" if with_blank else ""),
-             "|---|---|---|---|---|" + ("---|" if with_blank else ""), *rows]  # fmt: skip
+    table = [head + (" needles recoloured: follows the new colour | keeps the old one |" if with_counter else ""),
+             "|---|---|---|---|---|" + ("---|---|" if with_counter else ""), *rows]  # fmt: skip
     return "".join(parts) + "\n" + "\n".join(table) + "\n"
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

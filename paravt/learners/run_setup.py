@@ -42,17 +42,23 @@ def resolve_perception_data(cfg: TrainConfig):
     return generate_dataset(synth_dir(synth), synth, progress=False, workers=2)
 
 
-def write_heldout(cfg: TrainConfig, out: Path, *, blank: bool = False):
+COUNTERFACTUAL_SPLIT = "heldout_counterfactual"
+"""The held-out split's counterfactual copy (``write_heldout(..., counterfactual=True)``)."""
+
+
+def write_heldout(cfg: TrainConfig, out: Path, *, counterfactual: bool = False):
     """The held-out split (``data.heldout_n`` videos of the training distribution, their own seed) in
     ``OUT/heldout`` (videos and samples.jsonl): never trained on, evaluated at the end of the run. With
-    ``blank``, the same samples with their needles left out of the videos, in ``OUT/heldout_blank``: the
-    control that the policy answers from the pixels."""
+    ``counterfactual``, the same videos with every needle recoloured (``SynthConfig.counterfactual``: time,
+    place, size and shape kept) in ``OUT/heldout_counterfactual``: a policy that reads the pixels gives the new
+    colour there, one that answers from memory or the text gives the old one."""
     if cfg.data.heldout_n <= 0 or cfg.data.path:
         return None
     from paravt_env.data.synthetic import generate_dataset
 
-    synth = cfg.data.synth_config(n=cfg.data.heldout_n, seed=cfg.data.heldout_seed, needles_visible=not blank)
-    return generate_dataset(out / ("heldout_blank" if blank else "heldout"), synth, progress=False, workers=2)
+    synth = cfg.data.synth_config(n=cfg.data.heldout_n, seed=cfg.data.heldout_seed,
+                                  counterfactual="colour" if counterfactual else "")  # fmt: skip
+    return generate_dataset(out / (COUNTERFACTUAL_SPLIT if counterfactual else "heldout"), synth, progress=False, workers=2)
 
 
 def resolve_model_path(cfg: TrainConfig) -> Path | str:

@@ -29,6 +29,9 @@ SHAPES = ("circle", "square", "triangle", "star", "cross")
 QUESTION_KINDS = ("mcq_colour", "mcq_shape", "mcq_order", "mcq_count", "oe_colour", "oe_shape", "tvg")
 """Question kinds; ``SynthConfig.question_kinds`` draws from its tuple uniformly (repeat a kind to weight it)."""
 
+COUNTERFACTUALS = ("", "colour", "shape")
+"""``SynthConfig.counterfactual``: none, every needle recoloured, every needle reshaped."""
+
 GENERATOR_VERSION = 2
 """Bump when the pixels or questions a config produces change: it is part of every video's file name."""
 
@@ -78,8 +81,16 @@ class SynthConfig:
     """False renders every video without its needles (background and distractors only), the samples (questions,
     answers, event times) unchanged: the control that shows whether a policy answers from the pixels (its
     accuracy there should fall to what guessing gets)."""
+    counterfactual: str = ""
+    """"colour" or "shape" renders every video with each needle's colour (or shape) changed to another one, its
+    time, place and size and everything else kept (``counterfactual_needles``); the questions and answers are
+    asked of the changed video, so a colour question reads the same and its answer changes. The check that a
+    policy's answer follows the pixels: on the counterfactual copy of a split it must give the new answer, not
+    the one it may have memorised or guessed from the text."""
 
     def __post_init__(self) -> None:
+        if self.counterfactual not in COUNTERFACTUALS:
+            raise ValueError(f"SynthConfig.counterfactual must be one of {COUNTERFACTUALS}, got {self.counterfactual!r}")
         self.question_kinds = tuple(self.question_kinds)
         if self.n < 0:
             raise ValueError(f"SynthConfig.n must be >= 0, got {self.n}")
@@ -141,7 +152,8 @@ class SynthConfig:
         }
         # Needle scale joined the settings later: at its old values it leaves the key (and the cached files
         # of every earlier dataset) as they were.
-        for name, old in (("event_scale_min", 0.25), ("event_scale_max", 0.38), ("needles_visible", True)):
+        for name, old in (("event_scale_min", 0.25), ("event_scale_max", 0.38), ("needles_visible", True),
+                          ("counterfactual", "")):
             if pixels[name] == old:
                 del pixels[name]
         blob = json.dumps({"v": GENERATOR_VERSION, **pixels}, sort_keys=True)
@@ -203,6 +215,19 @@ class VideoPlan:
     phase: tuple[float, float] = field(repr=False)
 
 
+def counterfactual_needles(needles: list[Needle], what: str, rng: np.random.Generator) -> list[Needle]:
+    """``needles`` with every one's colour (``what`` "colour") or shape ("shape") changed: each gets a value other
+    than its own, and they stay unique within the video (the questions name a needle by its colour or shape)."""
+    from dataclasses import replace
+
+    attr, pool = ("colour", list(PALETTE)) if what == "colour" else ("shape", list(SHAPES))
+    old = [getattr(n, attr) for n in needles]
+    while True:  # a random derangement: at most 5 needles over 5-6 values, so a draw succeeds about 1 time in 3
+        new = [str(v) for v in rng.choice(pool, size=len(old), replace=False)]
+        if all(a != b for a, b in zip(old, new, strict=True)):
+            return [replace(n, **{attr: v}) for n, v in zip(needles, new, strict=True)]
+
+
 def plan_video(index: int, cfg: SynthConfig) -> VideoPlan:
     """Draw video ``index``: duration, needles and distractors. Pure: no file is touched."""
     rng = np.random.default_rng([cfg.seed, index, 0])
@@ -227,6 +252,8 @@ def plan_video(index: int, cfg: SynthConfig) -> VideoPlan:
         x = 2 * int(rng.integers(0, (cfg.size - side) // 2 + 1))
         y = 2 * int(rng.integers(0, (cfg.size - side) // 2 + 1))
         needles.append(Needle(colours[i], shapes[i], first / cfg.fps, (first + frames) / cfg.fps, x, y, side))
+    if cfg.counterfactual:  # its own stream: the plan's other draws (distractors, phase) stay as they were
+        needles = counterfactual_needles(needles, cfg.counterfactual, np.random.default_rng([cfg.seed, index, 1]))
     size = cfg.size
     blobs = [
         _Blob(

@@ -130,6 +130,7 @@ def make_samples(plan: VideoPlan, cfg: SynthConfig) -> list[VideoQASample]:
                     "kind": q.kind,
                     "relevant_events": [plan.needles[k].label for k in q.about],
                     "synth": {"seed": cfg.seed, "index": plan.index, "fps": cfg.fps, "size": cfg.size},
+                    **({"counterfactual": cfg.counterfactual} if cfg.counterfactual else {}),
                 },
             )
         )

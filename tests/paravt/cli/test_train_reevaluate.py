@@ -11,17 +11,17 @@ def test_an_evaluation_is_redone_only_for_other_weights(tmp_path, capsys):
     (model / "model.safetensors").write_bytes(b"weights at step 60")
     (model / "config.json").write_text("{}")
     target = tmp_path / "eval"
-    fresh(target, checkpoint_identity(model), with_blank=True)
+    fresh(target, checkpoint_identity(model), twins=("_counterfactual",))
     (target / "results.jsonl").write_text('{"id": "a"}\n')
-    (tmp_path / "eval_blank" / "results.jsonl").write_text('{"id": "a"}\n')
-    fresh(target, checkpoint_identity(model), with_blank=True)  # same weights: the results stay (a resume)
-    assert (target / "results.jsonl").is_file() and (tmp_path / "eval_blank" / "results.jsonl").is_file()
+    (tmp_path / "eval_counterfactual" / "results.jsonl").write_text('{"id": "a"}\n')
+    fresh(target, checkpoint_identity(model), twins=("_counterfactual",))  # same weights: the results stay (a resume)
+    assert (target / "results.jsonl").is_file() and (tmp_path / "eval_counterfactual" / "results.jsonl").is_file()
     (model / "model.safetensors").write_bytes(b"weights at step 61")  # same path, other weights
-    fresh(target, checkpoint_identity(model), with_blank=True)
-    assert not (target / "results.jsonl").exists() and not (tmp_path / "eval_blank" / "results.jsonl").exists()
+    fresh(target, checkpoint_identity(model), twins=("_counterfactual",))
+    assert not (target / "results.jsonl").exists() and not (tmp_path / "eval_counterfactual" / "results.jsonl").exists()
     assert "the checkpoint changed since it was evaluated" in capsys.readouterr().out
     # an evaluation written before checkpoint.json existed is redone too
     (target / "checkpoint.json").unlink()
     (target / "results.jsonl").write_text("{}\n")
-    fresh(target, checkpoint_identity(model), with_blank=False)
+    fresh(target, checkpoint_identity(model), twins=())
     assert not (target / "results.jsonl").exists()

@@ -23,9 +23,19 @@ def _rows(run):
     return [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_tiny_cpu_runs_then_resumes_without_gaps(tmp_path, cache):
+def test_tiny_cpu_runs_then_resumes_without_gaps(tmp_path, cache, capsys):
     run = tmp_path / "run"
     assert main(["train", "--recipe", "tiny_cpu", "--steps", "3", "--out", str(run), "--no-progress", *FAST]) == 0
+    # both checkpoints are also evaluated on the recoloured copy of the split, and the table says how often they
+    # follow the new colour (paravt.evaluation.counterfactual)
+    printed = capsys.readouterr().out
+    assert "needles recoloured: follows the new colour | keeps the old one |" in printed
+    from paravt.evaluation.counterfactual import follow_rates
+
+    for name in ("eval", "eval_coldstart"):
+        rates = follow_rates(run / "heldout", run / "heldout_counterfactual", run / f"{name}_counterfactual")
+        assert rates["n"] == 2 and rates["not_counterfactual"] == 0
+    assert not (run / "heldout_blank").exists()
     assert [r["step"] for r in _rows(run)] == [1, 2, 3]
     assert (run / "curves.png").read_bytes()[:4] == b"\x89PNG" and (run / "sft_metrics.jsonl").exists()
     assert (run / "checkpoint" / "model" / "model.safetensors").exists()

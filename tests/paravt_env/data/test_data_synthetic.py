@@ -123,6 +123,37 @@ def test_needle_free_copies_keep_the_samples_and_lose_every_needle(dataset, tmp_
     assert SynthConfig(n=4, seed=3, **SMALL).video_key() != SynthConfig(n=4, seed=3, needles_visible=False, **SMALL).video_key()
 
 
+@pytest.mark.parametrize("what", ["colour", "shape"])
+def test_counterfactual_copies_change_every_needle_in_the_pixels_and_nothing_else(dataset, tmp_path, what):
+    """``counterfactual``: every needle another colour (or shape), unique in its video, drawn in the pixels at the
+    same time, place and size; open-ended questions about the other attribute read the same and their answer
+    follows the change; a file name of its own."""
+    root, samples = dataset
+    kinds = ("oe_colour",) if what == "colour" else ("oe_shape",)
+    base = generate_dataset(tmp_path / "base", SynthConfig(n=4, seed=3, question_kinds=kinds, **SMALL), progress=False)
+    cfg = SynthConfig(n=4, seed=3, question_kinds=kinds, counterfactual=what, **SMALL)
+    changed = generate_dataset(tmp_path / "cf", cfg, progress=False)
+    assert {Path(s.video_path).name for s in base}.isdisjoint(Path(s.video_path).name for s in changed)
+    attr = "colour" if what == "colour" else "shape"
+    for old, new in zip(base, changed, strict=True):
+        assert old.id == new.id and old.question == new.question and old.answer != new.answer
+        assert new.extra["counterfactual"] == what
+        values = [e.attributes[attr] for e in new.events]
+        assert len(set(values)) == len(values)
+        for e0, e1 in zip(old.events, new.events, strict=True):
+            assert (e0.start, e0.end) == (e1.start, e1.end) and e0.attributes[attr] != e1.attributes[attr]
+            keep = {k: v for k, v in e0.attributes.items() if k != attr}
+            assert keep == {k: v for k, v in e1.attributes.items() if k != attr}
+        images, times, _ = decode(new.video_path)
+        for e in new.events:  # the new colour (and the shape's mask) on screen during the event
+            a = e.attributes
+            f = int(np.flatnonzero(times >= (e.start + e.end) / 2)[0])
+            box = images[f, a["y"] : a["y"] + a["size"], a["x"] : a["x"] + a["size"]].astype(int)
+            assert np.abs(box[shape_mask(a["shape"], a["size"])].mean(axis=0) - PALETTE[a["colour"]]).max() < 20
+    with pytest.raises(ValueError, match="counterfactual"):
+        SynthConfig(counterfactual="size")
+
+
 @pytest.mark.parametrize("side", [112, 56])
 def test_colours_survive_downscaling(dataset, side):
     _, samples = dataset
