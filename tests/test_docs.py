@@ -10,6 +10,7 @@ that cannot run here says why on the line before its fence: ``<!-- skip-test: re
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -208,3 +209,20 @@ def test_the_site_builds_without_a_warning(tmp_path):
                           cwd=REPO, capture_output=True, text=True, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "site" / "quickstart" / "index.html").is_file()
+
+
+def test_every_generated_table_is_what_its_committed_results_give():
+    """Measured figures in the README and the docs (``<!-- generated: MODULE:FUNCTION FILE -->`` blocks) are the
+    rendering of the committed result file: a rerun that changes a figure cannot leave a page stale
+    (``python scripts/docs_tables.py`` rewrites them)."""
+    from scripts.docs_tables import blocks, pages, render
+
+    found = {}
+    for path in pages():
+        for module, function, source, table in blocks(path):
+            assert table == render(module, function, source), f"{path.name}: stale table from {source}; run scripts/docs_tables.py"
+            found.setdefault(function, set()).add(path.name)
+    assert {"README.md", "training.md"} <= found.get("to_markdown", set()), "the main job's table"
+    assert "training.md" in found.get("comparison_table", set()), "the perception probe's table"
+    main_job = json.loads((REPO / "docs/results/tiny_cpu/main_job.json").read_text())
+    assert len(main_job["seeds"]) >= 3, "the headline is a mean over at least 3 seeds"

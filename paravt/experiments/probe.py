@@ -298,3 +298,21 @@ def _bar(total: int, enabled: bool):
     from paravt.learners.coldstart.sft import progress_bar
 
     return progress_bar(total, "probe", enabled)
+
+
+def comparison_table(summaries: dict[str, dict[str, Any]]) -> str:
+    """Checkpoints side by side (``{label: paravt probe perception --json summary}``): accuracy with the right,
+    grey and another video's crop frames (and how often the answer follows the other video), the total variation
+    of the answer's next-token distribution under grey / other frames, the overview-only accuracy at the smallest
+    and largest budget, and the sampled episodes' κ, calls per calling turn and well-formed turns."""
+    head = ("| checkpoint | right crops | grey | other video's (follows it) | TV at answer, grey / other "
+            "| overview alone, per K | sampled episodes: κ, calls per calling turn, well-formed turns |")  # fmt: skip
+    lines = [head, "|---|---|---|---|---|---|---|"]
+    for label, s in summaries.items():
+        acc, shift, tn = s["accuracy"], s["logit_shift"], s["tool_necessity"]
+        overview = " / ".join(f"{k} {v:.2f}" for k, v in tn.items() if k.startswith("K="))
+        t = s.get("sampling")
+        sampled = "-" if t is None else f"{t['kappa']:.2f}, {t['calls_per_calling_turn']:.2f}, {t['well_formed_turns']:.2f}"
+        lines.append(f"| {label} | {acc['oracle']:.2f} | {acc['grey']:.2f} | {acc['other']:.2f} ({s['follows_other']:.2f}) "
+                     f"| {shift['grey']['answer']['tv']:.2f} / {shift['other']['answer']['tv']:.2f} | {overview} | {sampled} |")  # fmt: skip
+    return "\n".join(lines) + "\n"

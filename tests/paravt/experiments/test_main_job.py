@@ -1,0 +1,34 @@
+"""paravt.experiments.main_job: per-seed figures, the mean over seeds with its t-interval, the table."""
+
+import json
+
+import pytest
+
+from paravt.experiments.main_job import main, summarise, to_markdown
+
+
+def _run(root, seed, cold, rl):
+    run = root / f"seed{seed}"
+    for name, acc in (("eval_coldstart", cold), ("eval", rl)):
+        (run / name).mkdir(parents=True)
+        (run / name / "summary.json").write_text(json.dumps({"accuracy": acc, "avg_tool_calls": 2 * acc,
+                                                            "tool_usage_rate": acc, "n": 40}))  # fmt: skip
+    (run / "config.json").write_text(json.dumps({"seed": seed}))
+    return run
+
+
+def test_the_mean_over_seeds_and_its_95_percent_interval(tmp_path):
+    runs = [_run(tmp_path, s, c, r) for s, c, r in ((0, 0.5, 0.9), (1, 0.4, 0.6), (2, 0.45, 0.75))]
+    data = summarise(runs)
+    rl = data["mean"]["RL"]["accuracy"]
+    assert data["seeds"] == ["0", "1", "2"] and rl["values"] == [0.9, 0.6, 0.75]
+    assert rl["mean"] == pytest.approx(0.75) and rl["ci95"] == pytest.approx(4.303 * 0.15 / 3**0.5)
+    assert data["mean"]["RL"]["follows"] is None  # no counterfactual evaluation in these runs
+    table = to_markdown(data)
+    assert "| RL | 0.750 ± 0.373 (0.900, 0.600, 0.750) |" in table and table.count("\n") == 4
+
+
+def test_a_run_without_its_evaluations_is_one_line(tmp_path, capsys):
+    (tmp_path / "x").mkdir()
+    assert main([str(tmp_path / "x")]) == 1
+    assert "is missing" in capsys.readouterr().err
