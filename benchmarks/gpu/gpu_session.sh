@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The first GPU run's checks (README "At real size, on one GPU"), in phases that each fit one 10-minute call of
+# The first GPU run's checks (docs/gpu.md), in phases that each fit one 10-minute call of
 # the device tool. Here, once:     bash benchmarks/gpu/gpu_session.sh wheels
 # There (carry .whl):              bash benchmarks/gpu/gpu_session.sh PHASE     ($OUT: where the results go)
 #   tests    the model-dependent tests on CUDA (PARAVT_TEST_DEVICE=cuda)
-#   main     the README main job with model.device=cuda, to the end
+#   main     the main job with model.device=cuda, to the end
 #   step2b   benchmarks.gpu.gpu_step: 3 PARA-GRPO steps of a random Qwen3-VL-2B (recipe gpu_smoke)
 #   step8b   the same at 8B, 2 steps (by arithmetic it does not fit one GPU: the OOM and its peak are the figure)
 #   episode  the OpenRLHF executor's episode at 2B with the local engine: alignment, scripted and sampled

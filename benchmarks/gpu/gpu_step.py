@@ -2,7 +2,7 @@
 memory and the update's model FLOP utilisation, printed per step and written to ``OUT/gpu_step.json``.
 
     python -m benchmarks.gpu.gpu_step --out runs/gpu_step                      # recipe gpu_smoke: Qwen3-VL-2B, CUDA
-    python -m benchmarks.gpu.gpu_step --out runs/gpu_step_8b model.size=8b     # the 8B (an H200; see README)
+    python -m benchmarks.gpu.gpu_step --out runs/gpu_step_8b model.size=8b     # the 8B (an H200; see docs/gpu.md)
     python -m benchmarks.gpu.gpu_step --out X --quick model.device=cpu --steps 2   # the pipeline's check on a CPU (~2 min)
 
 The recipe's cold start (``gpu_smoke``: a few SFT steps on teacher episodes with parallel crops) runs first and is

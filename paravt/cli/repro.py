@@ -29,7 +29,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--report-only", action="store_true", help="only rewrite the report from finished runs")
     p.add_argument("--jobs", type=int, default=1,
                    help="arm runs trained and evaluated at once, each in its own process with its share of the CPU "
-                        "threads (default 1; on a 2-core machine --jobs 2 finishes the comparison sooner: see the README)")
+                        "threads (default 1; on a 2-core machine --jobs 2 finishes the comparison sooner: see docs/repro.md)")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="torch CPU threads per job (default: $PARAVT_THREADS, else with --jobs 1 half the usable cores, "
                         "with --jobs N the cores shared out among the N jobs)")

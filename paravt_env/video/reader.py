@@ -18,7 +18,7 @@ from .resize import target_size
 
 BACKENDS = ("pyav", "decord")
 AUTO_BACKEND = "pyav"
-"""What ``backend="auto"`` picks: PyAV was the faster backend in benchmarks/bench_video.py (see README)."""
+"""What ``backend="auto"`` picks: PyAV is the faster backend in benchmarks/perf/test_bench_video.py (docs/env.md, "Speed")."""
 
 DEFAULT_MIN_PIXELS = 784
 DEFAULT_MAX_PIXELS = 50176

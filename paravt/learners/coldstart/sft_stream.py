@@ -27,8 +27,8 @@ The files are indexed at the start (path, size, rows) and the index is part of t
 changed set of files (added, removed or rewritten) is refused with what changed, since the saved position names
 a row of the indexed order.
 
-Memory holds one step's packs and one parquet record batch, whatever the size of the data (measured in the
-README). A checkpoint (``paravt.learners.coldstart.store``, every ``sft.save_every_s`` seconds, at the end and on
+Memory holds one step's packs and one parquet record batch, whatever the size of the data (measured in
+docs/training.md, "SFT at scale"). A checkpoint (``paravt.learners.coldstart.store``, every ``sft.save_every_s`` seconds, at the end and on
 Ctrl-C / SIGTERM) holds the weights, the optimiser and schedule, the stream position of the first row not yet
 trained on and the counters: ``--resume`` rereads from that row (skipping earlier rows without reading their
 media) and continues as the uninterrupted run would. Rows within a file are read in stored order: a shuffle
