@@ -55,6 +55,10 @@ class ParaGRPOConfig:
     """Score the forced ``<think>\n`` as the policy's opening tag (``RewardConfig.score_forced_prefix``: the
     paper's intent). False is the release's reward, which scores generated text only."""
 
+    balance_after_cap: bool = False
+    """Count the balanced-tags bonus after the format cap (``RewardConfig.balance_after_cap``, a variant): under
+    the release's reward an episode with a second, unclosed ``<think>`` scores as a clean one."""
+
     def __post_init__(self) -> None:
         if self.anchoring not in ANCHORING:
             raise ValueError(f"ParaGRPOConfig.anchoring must be one of {ANCHORING}, got {self.anchoring!r}")
@@ -68,7 +72,7 @@ class ParaGRPOConfig:
         base = base or RewardConfig.paravt()
         weight = self.anchor_weight if self.anchoring == "sequence" else 0.0
         return RewardConfig(self.answer_suffix, weight, base.format_weight, base.mode, base.tool_source,
-                            score_forced_prefix=self.prefix_scored)
+                            score_forced_prefix=self.prefix_scored, balance_after_cap=self.balance_after_cap)
 
 
 @dataclass(frozen=True)

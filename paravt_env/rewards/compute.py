@@ -78,7 +78,8 @@ def compute_reward(
     if is_degenerate(completion):
         return ZERO
     accuracy = answer_accuracy(extract_answer(completion), answer, question_type, config.mode, question)
-    fmt = format_reward(completion, answer_suffix=config.answer_suffix, anchor_weight=config.anchor_weight)
+    fmt = format_reward(completion, answer_suffix=config.answer_suffix, anchor_weight=config.anchor_weight,
+                        balance_after_cap=config.balance_after_cap)
     tool = tool_reward(
         completion, accuracy, source=config.tool_source, executed_tool_calls=executed_tool_calls
     )

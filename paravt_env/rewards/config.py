@@ -37,6 +37,13 @@ class RewardConfig:
     outscores the compliant ``...</think><answer>x</answer>`` (0.50). On (the paper's intent, §3.3: the
     prefix is the policy's opening tag): the compliant turn scores 1.00, the bare answer 0.35."""
 
+    balance_after_cap: bool = False
+    """Add the +0.1 for balanced tags after the cap instead of before it. Off (the release): the score is capped
+    at 1.0 after the bonus, and a well-formed episode with the anchor bonus already earns 1.05-1.45 without it,
+    so an unbalanced one (a second ``<think>`` opened and never closed, the drift RL shows on the tiny model)
+    costs nothing. On (a variant): the rest is capped at 0.9 and the bonus added after, so every episode with
+    unbalanced tags scores 0.1 below a balanced one."""
+
     def __post_init__(self) -> None:
         if self.mode not in ACCURACY_MODES:
             raise ValueError(f"RewardConfig.mode must be one of {ACCURACY_MODES}, got {self.mode!r}")

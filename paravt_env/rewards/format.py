@@ -86,9 +86,11 @@ def tags_balanced(completion: str) -> bool:
     return all(completion.count(o) == completion.count(c) for o, c in _PAIRED_TAGS)
 
 
-def format_reward(completion: str, *, answer_suffix: bool, anchor_weight: float) -> float:
+def format_reward(completion: str, *, answer_suffix: bool, anchor_weight: float, balance_after_cap: bool = False) -> float:
     """The released format score, at most 1.0. It can be negative (down to -0.3 λ): the anchoring penalty
-    for an unclosed ``<think>`` applies even when nothing else was earned, exactly as in the release."""
+    for an unclosed ``<think>`` applies even when nothing else was earned, exactly as in the release.
+    ``balance_after_cap`` (a variant, ``RewardConfig.balance_after_cap``): the +0.1 for balanced tags comes after
+    capping the rest at 0.9, so it is never lost to the cap."""
     has_think = has_substantive_think(completion)
     has_tool = has_parseable_tool_call(completion)
     has_answer = has_nonempty_answer(completion)
@@ -118,6 +120,7 @@ def format_reward(completion: str, *, answer_suffix: bool, anchor_weight: float)
 
     if has_think and has_tool and think_before_tool(completion):
         score += 0.3
-    if score > 0 and tags_balanced(completion):
-        score += 0.1
-    return min(score, 1.0)
+    balanced = score > 0 and tags_balanced(completion)
+    if balance_after_cap:
+        return min(score, 0.9) + (0.1 if balanced else 0.0)
+    return min(score + (0.1 if balanced else 0.0), 1.0)

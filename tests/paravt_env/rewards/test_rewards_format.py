@@ -133,3 +133,25 @@ def test_the_prefix_scored_variant_scores_the_forced_think_as_the_policys_openin
     assert scores["release", "bare"] == pytest.approx(0.6) and scores["release", "closed"] == pytest.approx(0.5)
     assert scores["scored", "bare"] == pytest.approx(0.35) and scores["scored", "closed"] == pytest.approx(1.0)
     assert RewardConfig.from_dict({"preset": "paravt_prefix_scored"}) == RewardConfig.paravt_prefix_scored()
+
+
+CROP = ('<think>\nThe overview shows no coloured shape. I will inspect 1 window.</think>\n'
+        '<tool_call>{"name": "crop_video", "arguments": {"start_time": 0, "end_time": 20}}</tool_call>')
+
+
+def test_the_released_cap_hides_an_unclosed_second_think_and_the_variant_does_not():
+    """Why RL drifts into ``<think>\\n<think>\\n...`` turns on the tiny model: under the release's reward the
+    +0.1 for balanced tags is added before the cap, and a well-formed episode with the anchor bonus is already
+    past 1.0, so the unbalanced one scores the same. ``balance_after_cap`` (a variant) makes it cost 0.1."""
+    from paravt_env.rewards import RewardConfig, compute_reward
+
+    clean = CROP + "<think>\nThe crops show a red shape.</think>\n<answer>red</answer>"
+    doubled = CROP + "<think>\n<think>\nThe crops show a red shape.</think>\n<answer>red</answer>"
+    release, variant = RewardConfig.paravt(), RewardConfig(balance_after_cap=True)
+    for config, gap in ((release, 0.0), (variant, 0.1)):
+        c = compute_reward(clean, "red", "oe", config=config).format
+        d = compute_reward(doubled, "red", "oe", config=config).format
+        assert c == pytest.approx(1.0) and c - d == pytest.approx(gap)
+    # every other episode scores as the release scores it while the rest stays under 0.9
+    for text in ("<think>\n<answer>cyan</answer>", "<answer>red</answer>", CROP, "plain text"):
+        assert compute_reward(text, "red", "oe", config=variant).format == compute_reward(text, "red", "oe", config=release).format
