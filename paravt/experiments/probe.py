@@ -210,9 +210,9 @@ def sample_tool_use(policy: HFPolicy, samples: Sequence[VideoQASample], env: Env
             obs, info = vt.reset(options={"sample": s})
             agent = PolicyAgent(policy)
             agent.reset(obs, info)
-            done, info = False, {}
+            done = False
             while not done:
-                text = agent.act(obs)
+                text = agent.act(obs, info)  # the feedback's messages are in the step's info
                 parsed = parse_response(text)
                 turns_ok.append(float(not parsed.problems))
                 if parsed.valid_tool_calls:

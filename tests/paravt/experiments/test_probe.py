@@ -109,3 +109,16 @@ def test_probe_cli(tiny_qwen3, probe_data, capsys):
     assert "does not exist" in capsys.readouterr().err
     assert main(["probe", "perception", str(tiny_qwen3), "--data", str(data), "--budgets", "x"]) == 1
     assert "--budgets" in capsys.readouterr().err
+
+
+def test_sampled_episodes_reach_their_second_turn(tiny_qwen3, probe_data):
+    """An episode that crops goes on to a second turn, whose prompt holds the crops' feedback (the step's
+    ``info["messages"]``): κ counts the executed crops and every turn is read."""
+    from paravt.learners.policies.hf import HFPolicy
+    from tests.paravt.learners.test_rollout import TURNS, ScriptedTurns
+
+    _, samples = probe_data
+    policy = ScriptedTurns(HFPolicy.from_pretrained(tiny_qwen3), TURNS)
+    sampled = sample_tool_use(policy, samples, SMALL_ENV, max_new_tokens=8)
+    assert sampled["episodes"] == len(samples) and sampled["kappa"] == 2.0 and sampled["answered"] == 1.0
+    assert sampled["calling_turns"] == len(samples) and sampled["calls_per_calling_turn"] == 2.0
