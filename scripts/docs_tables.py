@@ -55,12 +55,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true", help="only list the pages whose tables differ from their files")
     args = p.parse_args(argv)
     stale = []
-    for path in pages():
-        if args.check:
-            if any(table != render(mod, fn, src) for mod, fn, src, table in blocks(path)):
+    try:
+        for path in pages():
+            if args.check:
+                if any(table != render(mod, fn, src) for mod, fn, src, table in blocks(path)):
+                    stale.append(path)
+            elif regenerate(path):
                 stale.append(path)
-        elif regenerate(path):
-            stale.append(path)
+    except (FileNotFoundError, ValueError, KeyError) as exc:  # a result file missing or not what the table reads
+        print(f"docs_tables: error: {exc}", file=sys.stderr)
+        return 1
     for path in stale:
         print(f"{path.relative_to(REPO)}: {'stale' if args.check else 'rewritten'}")
     return 1 if args.check and stale else 0

@@ -1,4 +1,5 @@
-"""The main job's figures over seeds: ``python -m paravt.experiments.main_job RUN [RUN ...] --out FILE.json``.
+"""The main job's figures over seeds: ``python -m paravt.experiments.main_job RUN [RUN ...] --out FILE.json``
+(``--figure PNG`` draws the picture; ``--from FILE.json`` redraws it from committed figures).
 
 Each ``RUN`` is a finished ``paravt train --recipe tiny_cpu`` directory (one seed). For the cold start and the RL
 checkpoint it reads the held-out evaluations the run wrote (``RUN/eval_coldstart``, ``RUN/eval``: accuracy, crops
@@ -20,6 +21,8 @@ from typing import Any
 
 POLICIES = (("cold start", "eval_coldstart"), ("RL", "eval"))
 FIGURES = ("accuracy", "crops", "tool_use", "follows", "keeps")
+CURVES = ("step", "accuracy", "tool_calls_per_rollout", "format_compliance")
+"""Per-step training figures kept per seed (``RUN/metrics.jsonl``: the rollouts' accuracy, crops and format)."""
 # two-sided 95 % Student t quantiles by degrees of freedom (seeds - 1)
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
@@ -54,17 +57,20 @@ def mean_ci(values: list[float]) -> dict[str, float | None]:
 
 
 def summarise(runs: list[Path]) -> dict[str, Any]:
-    per_seed = {}
+    per_seed, curves = {}, {}
     for run in runs:
         figures = run_figures(run)
-        per_seed[str(json.loads((run / "config.json").read_text())["seed"])] = figures
+        seed = str(json.loads((run / "config.json").read_text())["seed"])
+        per_seed[seed] = figures
+        rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+        curves[seed] = {k: [r.get(k) for r in rows] for k in CURVES}
     over = {}
     for label, _ in POLICIES:
         over[label] = {}
         for fig in FIGURES:
             values = [s[label][fig] for s in per_seed.values() if s[label][fig] is not None]
             over[label][fig] = mean_ci(values) | {"values": values} if values else None
-    return {"seeds": sorted(per_seed, key=int), "per_seed": per_seed, "mean": over}
+    return {"seeds": sorted(per_seed, key=int), "per_seed": per_seed, "mean": over, "curves": curves}
 
 
 def to_markdown(data: dict[str, Any]) -> str:
@@ -87,19 +93,56 @@ def to_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot(data: dict[str, Any], path: Path) -> None:
+    """The picture: held-out accuracy of the cold start and the RL checkpoint per seed with the mean and its
+    interval, then the rollouts' accuracy and crops per rollout over the RL steps, one line per seed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
+    ax = axes[0]
+    for x, (label, _) in enumerate(POLICIES):
+        m = data["mean"][label]["accuracy"]
+        ax.bar(x, m["mean"], width=0.6, color=("#999", "#36c")[x], alpha=0.5, yerr=m["ci95"] or 0, capsize=6)
+        for seed, v in zip(data["seeds"], m["values"], strict=True):
+            ax.plot(x, v, "o", color="#222")
+            ax.annotate(f"seed {seed}", (x, v), textcoords="offset points", xytext=(8, -3), fontsize=8)
+    ax.set_xticks(range(len(POLICIES)), [label for label, _ in POLICIES])
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"held-out accuracy (mean ± 95 % CI, {len(data['seeds'])} seeds)", fontsize=10)
+    for ax, key, title in ((axes[1], "accuracy", "rollout accuracy"), (axes[2], "tool_calls_per_rollout", "crops per rollout")):
+        for seed, c in data["curves"].items():
+            ax.plot(c["step"], c[key], label=f"seed {seed}")
+        ax.set_xlabel("PARA-GRPO step")
+        ax.set_title(title, fontsize=10)
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("runs", nargs="+", type=Path, metavar="RUN", help="finished paravt train runs, one per seed")
+    p.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="finished paravt train runs, one per seed")
     p.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    p.add_argument("--from", dest="source", type=Path, default=None, help="read the figures from this JSON instead of runs")
+    p.add_argument("--figure", type=Path, default=None, help="also draw the picture (PNG) here")
     args = p.parse_args(argv)
+    if bool(args.runs) == bool(args.source):
+        p.error("give either RUN directories or --from FILE")
     try:
-        data = summarise(args.runs)
+        data = summarise(args.runs) if args.runs else json.loads(args.source.read_text())
     except (FileNotFoundError, ValueError, KeyError) as exc:
         print(f"main_job: error: {exc}", file=sys.stderr)
         return 1
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(data, indent=2) + "\n")
+    if args.figure is not None:
+        plot(data, args.figure)
     print(to_markdown(data), end="")
     return 0
 

@@ -14,6 +14,8 @@ def _run(root, seed, cold, rl):
         (run / name / "summary.json").write_text(json.dumps({"accuracy": acc, "avg_tool_calls": 2 * acc,
                                                             "tool_usage_rate": acc, "n": 40}))  # fmt: skip
     (run / "config.json").write_text(json.dumps({"seed": seed}))
+    (run / "metrics.jsonl").write_text("".join(json.dumps({"step": i, "accuracy": rl, "tool_calls_per_rollout": 1.0,
+                                                          "format_compliance": 1.0}) + "\n" for i in (1, 2)))  # fmt: skip
     return run
 
 
@@ -26,6 +28,12 @@ def test_the_mean_over_seeds_and_its_95_percent_interval(tmp_path):
     assert data["mean"]["RL"]["follows"] is None  # no counterfactual evaluation in these runs
     table = to_markdown(data)
     assert "| RL | 0.750 ± 0.373 (0.900, 0.600, 0.750) |" in table and table.count("\n") == 4
+    assert data["curves"]["1"] == {"step": [1, 2], "accuracy": [0.6, 0.6], "tool_calls_per_rollout": [1.0, 1.0],
+                                   "format_compliance": [1.0, 1.0]}  # fmt: skip
+    # the committed JSON alone redraws the picture and the table
+    (tmp_path / "figures.json").write_text(json.dumps(data))
+    assert main(["--from", str(tmp_path / "figures.json"), "--figure", str(tmp_path / "fig.png")]) == 0
+    assert (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_a_run_without_its_evaluations_is_one_line(tmp_path, capsys):
