@@ -70,11 +70,19 @@ def summarise(runs: list[Path]) -> dict[str, Any]:
         for fig in FIGURES:
             values = [s[label][fig] for s in per_seed.values() if s[label][fig] is not None]
             over[label][fig] = mean_ci(values) | {"values": values} if values else None
+    # the paired difference per seed (each RL checkpoint against its own cold start)
+    gain = {}
+    for fig in FIGURES:
+        diffs = [s["RL"][fig] - s["cold start"][fig] for s in per_seed.values()
+                 if s["RL"][fig] is not None and s["cold start"][fig] is not None]  # fmt: skip
+        gain[fig] = mean_ci(diffs) | {"values": diffs} if diffs else None
+    over["RL − cold start, paired"] = gain
     return {"seeds": sorted(per_seed, key=int), "per_seed": per_seed, "mean": over, "curves": curves}
 
 
 def to_markdown(data: dict[str, Any]) -> str:
-    """The table: mean over seeds [95 % CI], then each seed's value."""
+    """The table: mean over seeds ± the half-width of its 95 % CI, then each seed's value; the last row is each
+    seed's RL checkpoint minus its own cold start."""
 
     def cell(label: str, fig: str, digits: int) -> str:
         m = data["mean"][label][fig]
@@ -87,7 +95,7 @@ def to_markdown(data: dict[str, Any]) -> str:
     head = ("| policy | held-out accuracy | crops per episode | tool use | recoloured needles: follows the new colour "
             "| keeps the old one |")  # fmt: skip
     lines = [head, "|---|---|---|---|---|---|"]
-    for label, _ in POLICIES:
+    for label in [label for label, _ in POLICIES] + ["RL − cold start, paired"]:
         lines.append(f"| {label} | {cell(label, 'accuracy', 3)} | {cell(label, 'crops', 2)} | {cell(label, 'tool_use', 2)} "
                      f"| {cell(label, 'follows', 3)} | {cell(label, 'keeps', 3)} |")  # fmt: skip
     return "\n".join(lines) + "\n"

@@ -27,7 +27,10 @@ def test_the_mean_over_seeds_and_its_95_percent_interval(tmp_path):
     assert rl["mean"] == pytest.approx(0.75) and rl["ci95"] == pytest.approx(4.303 * 0.15 / 3**0.5)
     assert data["mean"]["RL"]["follows"] is None  # no counterfactual evaluation in these runs
     table = to_markdown(data)
-    assert "| RL | 0.750 ± 0.373 (0.900, 0.600, 0.750) |" in table and table.count("\n") == 4
+    assert "| RL | 0.750 ± 0.373 (0.900, 0.600, 0.750) |" in table and table.count("\n") == 5
+    gain = data["mean"]["RL − cold start, paired"]["accuracy"]
+    assert gain["values"] == pytest.approx([0.4, 0.2, 0.3]) and gain["mean"] == pytest.approx(0.3)
+    assert gain["ci95"] == pytest.approx(4.303 * 0.1 / 3**0.5)
     assert data["curves"]["1"] == {"step": [1, 2], "accuracy": [0.6, 0.6], "tool_calls_per_rollout": [1.0, 1.0],
                                    "format_compliance": [1.0, 1.0]}  # fmt: skip
     # the committed JSON alone redraws the picture and the table
