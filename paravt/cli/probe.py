@@ -32,30 +32,15 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.set_defaults(func=run)
 
 
-def load_checkpoint(spec: str):
-    """An ``HFPolicy`` for a checkpoint directory and its env settings (policy card, else env defaults)."""
-    from pathlib import Path
-
-    from paravt.learners.policies.card import ENV_KEYS, read_card
-    from paravt.learners.policies.hf import HFPolicy
-    from paravt_env import EnvConfig
-
-    path = Path(spec[3:] if spec.startswith("hf:") else spec)
-    if not path.is_dir():
-        raise FileNotFoundError(f"checkpoint directory {path} does not exist")
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path} holds no config.json: not a transformers checkpoint")
-    card = read_card(path)
-    env = {k: v for k, v in card.get("env", {}).items() if k in ENV_KEYS}
-    cfg = EnvConfig(**env)
-    policy = HFPolicy.from_pretrained(path, device="auto", temperature=0.0, think_prefix=bool(card.get("think_prefix")),
-                                      min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels)  # fmt: skip
-    return policy, cfg
-
-
 def run(args: argparse.Namespace) -> int:
     from paravt.cli import apply_threads
-    from paravt.experiments.probe import ProbeConfig, probe_perception, sample_tool_use, to_markdown
+    from paravt.experiments.probe import (
+        ProbeConfig,
+        load_checkpoint,
+        probe_perception,
+        sample_tool_use,
+        to_markdown,
+    )
     from paravt_env import load_samples
 
     apply_threads(args)

@@ -1,7 +1,8 @@
 """``paravt repro --out DIR``: the paper's training comparison at CPU scale, resumable.
 
-data -> perception -> cold start (once) -> every arm (vanilla GRPO, PARA-GRPO, EA only, gating only) for each
-seed -> each final policy evaluated on the held-out videos with parallel and sequential dispatch ->
+data -> perception -> cold start (once) -> probe gate -> every arm (vanilla GRPO, PARA-GRPO, EA only, gating
+only, and the EA arms under the prefix-scored reward) for each seed -> each final policy evaluated on the
+held-out videos at several K with parallel and sequential dispatch ->
 ``DIR/report.md``, ``DIR/report.png``, ``DIR/report.json``. Rerun the same command to resume; ``--report-only``
 rewrites the report from what is on disk.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -24,8 +26,12 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--seeds", default="0,1,2", help="comma-separated RL seeds (default 0,1,2)")
     p.add_argument("--steps", type=int, default=None, help="RL steps per arm (default: the recipe's)")
     p.add_argument("--eval-limit", type=int, default=None, help="held-out samples per evaluation (default all)")
-    p.add_argument("--eval-frame-budget", type=int, default=None,
-                   help="overview frames K of the held-out evaluations, every arm alike (default: each card's)")
+    p.add_argument("--eval-frame-budgets", default="4,16,64",
+                   help="overview frames K of the held-out evaluations, every arm alike, each with parallel and "
+                        "sequential dispatch (default 4,16,64; 'card': each policy card's)")
+    p.add_argument("--no-gate", action="store_true",
+                   help="train the arms even when the cold start fails the probe gate (its figures are still "
+                        "recorded in OUT/coldstart/gate.json and the report)")
     p.add_argument("--report-only", action="store_true", help="only rewrite the report from finished runs")
     p.add_argument("--jobs", type=int, default=1,
                    help="arm runs trained and evaluated at once, each in its own process with its share of the CPU "
@@ -46,6 +52,7 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from paravt.experiments.repro.gate import GateFailed
     from paravt.experiments.repro.report import (
         coldstart_summary,
         evaluate_coldstart,
@@ -56,15 +63,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.steps is not None and args.steps < 1:
         raise ValueError(f"--steps must be at least 1, got {args.steps}")
-    if args.eval_frame_budget is not None and args.eval_frame_budget < 1:
-        raise ValueError(f"--eval-frame-budget must be at least 1, got {args.eval_frame_budget}")
+    budgets = () if args.eval_frame_budgets.strip() == "card" else _ints(args.eval_frame_budgets, "eval-frame-budgets")
+    if any(k < 1 for k in budgets):
+        raise ValueError(f"--eval-frame-budgets must be positive frame counts, got {args.eval_frame_budgets!r}")
     if args.eval_limit is not None and args.eval_limit < 1:
         raise ValueError(f"--eval-limit must be at least 1, got {args.eval_limit}")
     if args.jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
     cfg = ReproConfig(recipe=args.recipe, arms=tuple(a.strip() for a in (args.arms or ",".join(ARMS)).split(",") if a.strip()),
                       seeds=_ints(args.seeds, "seeds"), steps=args.steps, overrides=tuple(args.overrides),
-                      eval_limit=args.eval_limit, eval_frame_budget=args.eval_frame_budget)  # fmt: skip
+                      eval_limit=args.eval_limit, eval_frame_budgets=budgets, gate=not args.no_gate)  # fmt: skip
     out = Path(args.out)
     progress = not args.no_progress
     from paravt.cli.train import interrupt_on_sigterm
@@ -75,37 +83,42 @@ def run(args: argparse.Namespace) -> int:
 
     def timed(key: str, fn, *a):
         t0 = time.perf_counter()
-        result = fn(*a)
-        wall[key] = wall.get(key, 0.0) + time.perf_counter() - t0
-        timing_path.write_text(json.dumps(wall, indent=2) + "\n")
-        return result
+        try:
+            return fn(*a)
+        finally:  # an interrupted stage's time counts too: the run resumes from where it stopped
+            wall[key] = wall.get(key, 0.0) + time.perf_counter() - t0
+            timing_path.parent.mkdir(parents=True, exist_ok=True)
+            timing_path.write_text(json.dumps(wall, indent=2) + "\n")
 
     if not args.report_only:
         def after_arm(arm: str, seed: int, run_dir: Path) -> None:
-            heldout = out / "coldstart" / "heldout"
-            for d in cfg.dispatch:
-                timed("evaluation", evaluate_run, run_dir, heldout, d, cfg, progress)
-            write_report(out, cfg, coldstart_summary(out), wall)  # a partial report after every run
+            evaluate_run(run_dir, out / "coldstart" / "heldout", cfg, progress)
+            write_report(out, cfg, coldstart_summary(out, cfg), wall)  # a partial report after every run
 
-        t0 = time.perf_counter()
+        from paravt.experiments.repro.train import prepare
         from paravt.learners.threads import resolve_threads, set_torch_threads
 
         set_torch_threads(args.threads)  # this process: the cold start, and every run with --jobs 1
         if args.threads is not None or os.environ.get("PARAVT_THREADS"):
             args.threads = resolve_threads(args.threads)[0]  # the workers get what was asked; else their share
+        try:  # every key of wall_s.json adds up over the invocations that resumed the run
+            timed("cold start and probe gate", prepare, cfg, out, progress)
+        except GateFailed as exc:  # the user's recipe made a cold start RL cannot test: said, not a traceback
+            print(f"paravt repro: {exc}", file=sys.stderr)
+            write_report(out, cfg, coldstart_summary(out, cfg), wall)
+            return 1
+        # before the arms: every partial report has the row they start from
+        timed("cold start's evaluation", evaluate_coldstart, out, cfg, progress)
         if args.jobs == 1:
-            run_training(cfg, out, progress=progress, on_arm=after_arm)
+            timed("arms, trained and evaluated", lambda: run_training(cfg, out, progress=progress, on_arm=after_arm))
         else:
-            run_parallel(cfg, out, args.jobs, progress, lambda: write_report(out, cfg, coldstart_summary(out), wall),
-                         threads=args.threads)
-        wall["total (this invocation)"] = time.perf_counter() - t0
-        timed("evaluation", evaluate_coldstart, out, cfg, progress)
+            timed("arms, trained and evaluated", run_parallel, cfg, out, args.jobs, progress,
+                  lambda: write_report(out, cfg, coldstart_summary(out, cfg), wall), args.threads)
     else:  # the report of the run on disk, under the settings it was run with
         if not (out / "repro.json").is_file():
             raise FileNotFoundError(f"{out} holds no repro run (no repro.json)")
-        saved = json.loads((out / "repro.json").read_text())
-        cfg = ReproConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()})
-    print(write_report(out, cfg, coldstart_summary(out), wall), end="")
+        cfg = ReproConfig.from_saved(json.loads((out / "repro.json").read_text()))
+    print(write_report(out, cfg, coldstart_summary(out, cfg), wall), end="")
     return 0
 
 
@@ -127,5 +140,4 @@ def arm_job(cfg, out: Path, arm: str, seed: int) -> None:
     from paravt.experiments.repro.train import run_arm
 
     run_dir = run_arm(cfg, out, arm, seed, progress=False)
-    for d in cfg.dispatch:
-        evaluate_run(run_dir, out / "coldstart" / "heldout", d, cfg, False)
+    evaluate_run(run_dir, out / "coldstart" / "heldout", cfg, False)

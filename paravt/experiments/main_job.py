@@ -14,17 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 from typing import Any
+
+from paravt.experiments.stats import mean_ci
 
 POLICIES = (("cold start", "eval_coldstart"), ("RL", "eval"))
 FIGURES = ("accuracy", "crops", "tool_use", "follows", "keeps")
 CURVES = ("step", "accuracy", "tool_calls_per_rollout", "format_compliance")
 """Per-step training figures kept per seed (``RUN/metrics.jsonl``: the rollouts' accuracy, crops and format)."""
-# two-sided 95 % Student t quantiles by degrees of freedom (seeds - 1)
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
 def run_figures(run: Path) -> dict[str, dict[str, float | None]]:
@@ -45,15 +44,6 @@ def run_figures(run: Path) -> dict[str, dict[str, float | None]]:
             figures.update(follows=rates["follows"], keeps=rates["keeps"])
         out[label] = figures
     return out
-
-
-def mean_ci(values: list[float]) -> dict[str, float | None]:
-    """Mean and the half-width of its 95 % confidence interval (None for a single value)."""
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return {"mean": mean, "ci95": None}
-    t = T95.get(len(values) - 1, 1.96)
-    return {"mean": mean, "ci95": t * statistics.stdev(values) / len(values) ** 0.5}
 
 
 def summarise(runs: list[Path]) -> dict[str, Any]:

@@ -56,6 +56,25 @@ class ProbeConfig:
     """Tokens per probed answer."""
 
 
+def load_checkpoint(spec: str) -> tuple[HFPolicy, EnvConfig]:
+    """A greedy ``HFPolicy`` for a checkpoint directory (or ``hf:DIR``) and its env settings (policy card, else
+    the env defaults)."""
+    from pathlib import Path
+
+    from paravt.learners.policies.card import ENV_KEYS, read_card
+
+    path = Path(spec[3:] if spec.startswith("hf:") else spec)
+    if not path.is_dir():
+        raise FileNotFoundError(f"checkpoint directory {path} does not exist")
+    if not (path / "config.json").is_file():
+        raise FileNotFoundError(f"{path} holds no config.json: not a transformers checkpoint")
+    card = read_card(path)
+    cfg = EnvConfig(**{k: v for k, v in card.get("env", {}).items() if k in ENV_KEYS})
+    policy = HFPolicy.from_pretrained(path, device="auto", temperature=0.0, think_prefix=bool(card.get("think_prefix")),
+                                      min_pixels=cfg.min_pixels, max_pixels=cfg.max_pixels)  # fmt: skip
+    return policy, cfg
+
+
 def oracle_window(sample: VideoQASample, duration: float, window: float) -> tuple[float, float]:
     """A ``window``-second span holding the sample's first event, centred on it where the video allows."""
     if not sample.events:

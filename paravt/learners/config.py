@@ -161,6 +161,15 @@ class SFTConfig:
     """Share of the teacher episodes whose overview shows the needle in which the teacher still crops around
     it to check before answering (``paravt.learners.coldstart.teacher.check_turn``): the strong tool prior of the paper's cold
     start, whose calls RL can drop where they are redundant (the Tool Prior Paradox). 0.0: answers directly."""
+    recrop: bool = False
+    """After crops that show no needle, with a turn left, the teacher crops again, its windows shifted by half
+    the crop frames' spacing (``paravt.learners.coldstart.teacher.recrop_turn``), instead of answering. A 2-3 s
+    event falls between the frames of a 60 s crop of 16 frames (one round showed it in 35 of 40 long videos,
+    two rounds in 40 of 40: issue 39)."""
+    guess_after_miss: bool = False
+    """Where the last crops still show no needle, the teacher says so and guesses one of the answers the question
+    kind has in the data (as the tool-shy teacher guesses), instead of dropping the episode (``TeacherMiss``,
+    counted as ``dropped``)."""
     lr_schedule: str = "cosine"
     """"cosine" (decay to 0 after ``warmup_ratio`` of the steps of linear warm-up, the release's
     ``paravt/sft/configs/qwen3vl_8b.yaml``: ``lr_scheduler_type: cosine``) or "constant". Measured on

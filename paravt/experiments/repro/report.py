@@ -1,25 +1,28 @@
-"""``paravt repro``, evaluation and report half: each arm's final policy on the held-out videos with
-parallel and with sequential dispatch, then ``report.md`` / ``report.png`` / ``report.json``.
+"""``paravt repro``, evaluation and report half: each arm's final policy on the held-out videos at several
+overview budgets K, with parallel and with sequential dispatch, then ``report.md`` / ``report.png`` /
+``report.json``.
 
-The report puts our numbers beside the paper's in three tables:
+The report reads the comparison as dynamics, from the first RL step:
 
-- (A) format: f_τ (the format reward) and format compliance during RL, per arm;
-- (B) tool use: κ (executed crops per rollout) and calls per calling turn during RL, per arm;
-- (C) held-out accuracy of the final policies, parallel vs sequential dispatch.
+- (0) the probe gate the shared cold start passed (``paravt.experiments.repro.gate``);
+- (A) format (f_τ, format compliance of the rollouts at the training temperature) and (B) tool use (κ,
+  executed crops per rollout), training accuracy and reward: first ``EARLY_STEPS`` steps and last quarter;
+- (D) the same four figures over the steps, binned from step 1, per arm;
+- (E) the step at which each seed's tool use fell to half its early level;
+- (C) held-out accuracy and crops of the final policies at every K and dispatch;
+- a verdict per claim of the paper, under the released reward and under the prefix-scored variant.
 
-"During RL" figures are the mean of the last quarter of the steps (and of the first ``EARLY_STEPS`` steps, to
-show the direction), averaged over seeds with their standard deviation; (D) gives the step at which each
-seed's tool use fell to half its early level. The paper column holds only what the
-paper states in its abstract and project page (training-time format compliance 0.13 under vanilla GRPO,
-0.64 at peak under PARA-GRPO; the vanilla tool-call rate collapsing within a few steps): its per-arm tables
-were not available offline, and no number is filled in from memory. The closing statement compares
-directions, and calls a difference real only when it exceeds the spread between seeds.
+Every figure is a mean over seeds with its 95 % confidence interval (Student's t, ``paravt.experiments.stats``);
+a claim compares two arms seed by seed (the arms of one seed share its data order and gating draws) and counts
+as reproduced only when the 95 % interval of the paired difference excludes zero in the paper's direction.
+The paper column holds only what the paper states in its abstract and project page (training-time format
+compliance 0.13 under vanilla GRPO, 0.64 at peak under PARA-GRPO; the vanilla tool-call rate collapsing within
+a few steps): its per-arm tables were not available offline, and no number is filled in from memory.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +32,7 @@ from paravt.evaluation.harness import evaluate_checkpoint
 from paravt.evaluation.report import summarize
 from paravt.evaluation.store import read_results
 from paravt.experiments.repro.train import ARM_LABELS, ReproConfig, coldstart_model, finished_runs
+from paravt.experiments.stats import finite, mean_ci
 
 PAPER = {
     "format_compliance": {"vanilla_grpo": "0.13", "para_grpo": "0.64 (peak)"},
@@ -47,63 +51,87 @@ TRAIN_METRICS = (
 EARLY_STEPS = 10
 """The "early" window: the mean of the first steps (one step of 8-16 rollouts is too noisy to stand alone)."""
 
-
-def evaluate_run(run: Path, heldout: Path, dispatch: str, cfg: ReproConfig, progress: bool = False) -> dict[str, Any]:
-    """An arm's final policy, into ``RUN/eval_DISPATCH``."""
-    return evaluate_checkpoint(run / "checkpoint" / "model", heldout, run / f"eval_{dispatch}", dispatch=dispatch,
-                               limit=cfg.eval_limit, frame_budget=cfg.eval_frame_budget, max_new_tokens=256,
-                               progress=progress)  # fmt: skip
+STEP_BINS = ((1, 1), (2, 10), (11, 25), (26, 50), (51, 100), (101, 150), (151, 300))
+"""The dynamics table's step ranges (inclusive): step 1 alone (what RL starts from), then wider bins."""
 
 
-def evaluate_coldstart(out: Path, cfg: ReproConfig, progress: bool = False) -> dict[str, Any]:
-    """The shared cold start itself, parallel dispatch: the row every arm starts from."""
-    return evaluate_checkpoint(coldstart_model(out), out / "coldstart" / "heldout", out / "coldstart" / "eval_parallel",
-                               limit=cfg.eval_limit, frame_budget=cfg.eval_frame_budget, max_new_tokens=256,
-                               progress=progress)  # fmt: skip
+def eval_dir(run: Path, dispatch: str, k: int | None) -> Path:
+    """Where a policy's held-out evaluation at overview budget ``k`` (None: its card's) with ``dispatch`` goes."""
+    return Path(run) / (f"eval_{dispatch}" if k is None else f"eval_{dispatch}_k{k}")
+
+
+def eval_budgets(cfg: ReproConfig) -> tuple[int | None, ...]:
+    return tuple(cfg.eval_frame_budgets) or (None,)
+
+
+def evaluate_run(run: Path, heldout: Path, cfg: ReproConfig, progress: bool = False) -> None:
+    """An arm's final policy at every K of ``cfg.eval_frame_budgets`` with every dispatch (each resumes)."""
+    for k in eval_budgets(cfg):
+        for d in cfg.dispatch:
+            evaluate_checkpoint(run / "checkpoint" / "model", heldout, eval_dir(run, d, k), dispatch=d,
+                                limit=cfg.eval_limit, frame_budget=k, max_new_tokens=256, progress=progress)  # fmt: skip
+
+
+def evaluate_coldstart(out: Path, cfg: ReproConfig, progress: bool = False) -> None:
+    """The shared cold start itself at every K, parallel dispatch: the row every arm starts from."""
+    for k in eval_budgets(cfg):
+        evaluate_checkpoint(coldstart_model(out), out / "coldstart" / "heldout", eval_dir(out / "coldstart", "parallel", k),
+                            limit=cfg.eval_limit, frame_budget=k, max_new_tokens=256, progress=progress)  # fmt: skip
 
 
 # --- aggregation --------------------------------------------------------------------------------------------
 def _rows(run: Path) -> list[dict[str, Any]]:
     path = run / "metrics.jsonl"
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
+    return [r for r in rows if r.get("stage", "rl") == "rl" and isinstance(r.get("step"), int)]
 
 
-def _stat(values: Sequence[float]) -> tuple[float, float, int]:
-    vals = [v for v in values if v is not None and not math.isnan(v)]
+def _stat(values: Sequence[float]) -> tuple[float, float | None, int]:
+    """(mean, half-width of its 95 % interval or None for one value, n) of the finite values."""
+    vals = finite(values)
     if not vals:
-        return float("nan"), float("nan"), 0
-    return statistics.fmean(vals), statistics.pstdev(vals) if len(vals) > 1 else 0.0, len(vals)
+        return float("nan"), None, 0
+    m = mean_ci(vals)
+    return m["mean"], m["ci95"], len(vals)
 
 
-def _fmt(stat: tuple[float, float, int]) -> str:
-    mean, std, n = stat
+def _fmt(stat: tuple[float, float | None, int]) -> str:
+    mean, ci, n = stat
     if n == 0:
         return "-"
-    return f"{mean:.2f} ± {std:.2f}" if n > 1 else f"{mean:.2f}"
+    return f"{mean:.2f} ± {ci:.2f}" if ci is not None else f"{mean:.2f}"
+
+
+def _bin_mean(curve: dict[int, float | None], lo: int, hi: int) -> float | None:
+    vals = finite(v for s, v in curve.items() if lo <= s <= hi)
+    return statistics.fmean(vals) if vals else None
 
 
 def collect(out: Path, cfg: ReproConfig) -> dict[str, Any]:
-    """Per arm: the training curves of every seed, their early/late means, and the held-out evaluations."""
+    """Per arm and seed: the training curves by step, their early / late means and step bins, and the held-out
+    evaluations by dispatch and K."""
     arms: dict[str, Any] = {}
     for arm, seed, run in finished_runs(out, cfg.arms):
-        a = arms.setdefault(arm, {"seeds": [], "curves": {}, "train": {}, "eval": {}})
+        a = arms.setdefault(arm, {"seeds": [], "curves": {}, "per_seed": {}, "eval": {}})
         rows = _rows(run)
         a["seeds"].append(seed)
-        a["curves"][seed] = {k: [r.get(k) for r in rows] for k, _ in TRAIN_METRICS}
-        for d in cfg.dispatch:
-            path = run / f"eval_{d}" / "summary.json"
-            if path.is_file():
-                a["eval"].setdefault(d, {})[seed] = json.loads(path.read_text())
-    for a in arms.values():
+        curves = {k: {r["step"]: r.get(k) for r in rows} for k, _ in TRAIN_METRICS}
+        a["curves"][seed] = {k: [c[s] for s in sorted(c)] for k, c in curves.items()}
+        per = a["per_seed"][seed] = {}
         for key, _ in TRAIN_METRICS:
-            early, late = [], []
-            for curve in a["curves"].values():
-                vals = [v for v in curve[key] if v is not None]
-                if vals:
-                    early.append(statistics.fmean(vals[: min(EARLY_STEPS, max(1, len(vals) // 4))]))
-                    tail = vals[-max(1, len(vals) // 4) :]
-                    late.append(statistics.fmean(tail))
-            a["train"][key] = {"first": _stat(early), "last": _stat(late)}
+            vals = finite(curves[key][s] for s in sorted(curves[key]))
+            if vals:
+                per[key] = {"first": statistics.fmean(vals[: min(EARLY_STEPS, max(1, len(vals) // 4))]),
+                            "last": statistics.fmean(vals[-max(1, len(vals) // 4) :]),
+                            "bins": [_bin_mean(curves[key], lo, hi) for lo, hi in STEP_BINS]}  # fmt: skip
+        for d in cfg.dispatch:
+            for k in eval_budgets(cfg):
+                path = eval_dir(run, d, k) / "summary.json"
+                if path.is_file():
+                    a["eval"].setdefault(d, {}).setdefault(str(k), {})[seed] = json.loads(path.read_text())
+    for a in arms.values():
+        a["train"] = {key: {w: _stat([p[key][w] for p in a["per_seed"].values() if key in p]) for w in ("first", "last")}
+                      for key, _ in TRAIN_METRICS}  # fmt: skip
         a["kappa_halved_at"] = {seed: halved_at(curve["tool_calls_per_rollout"]) for seed, curve in a["curves"].items()}
     return arms
 
@@ -123,81 +151,107 @@ def halved_at(values: Sequence[float | None], window: int = EARLY_STEPS) -> int 
     return None
 
 
-def _diff(a: tuple[float, float, int], b: tuple[float, float, int]) -> str:
-    """"higher"/"lower" when the means differ by more than the larger seed spread (and both have ≥2 seeds),
-    else "within seed spread"."""
-    (ma, sa, na), (mb, sb, nb) = a, b
-    if not na or not nb or math.isnan(ma) or math.isnan(mb):
-        return "not measured"
-    if ma == mb:
-        return "equal"
-    if na < 2 or nb < 2:
-        return "higher (one seed)" if ma > mb else "lower (one seed)"
-    if abs(ma - mb) <= max(sa, sb):
-        return "within seed spread"
-    return "higher" if ma > mb else "lower"
+# --- the paper's claims -------------------------------------------------------------------------------------
+def _per_seed(arms: dict[str, Any], arm: str, what: tuple) -> dict[int, float]:
+    """Per-seed values of one side of a claim: ("train", metric, "first"|"last") or ("eval", dispatch, k)."""
+    a = arms.get(arm)
+    if a is None:
+        return {}
+    if what[0] == "train":
+        _, key, w = what
+        return {s: p[key][w] for s, p in a["per_seed"].items() if key in p}
+    _, d, k = what
+    return {s: r["accuracy"] for s, r in a["eval"].get(d, {}).get(str(k), {}).items()}
 
 
-def directions(arms: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(the paper's claim, what we measured, verdict) for each direction the arms can test."""
-    def train(arm, key):
-        return arms.get(arm, {}).get("train", {}).get(key, {}).get("last", (float("nan"), 0.0, 0))
+def compare(ours: dict[int, float], ref: dict[int, float]) -> dict[str, Any]:
+    """The paired difference ``ours - ref`` over the seeds both have: per seed, mean, 95 % interval, verdict
+    ("reproduced" when the interval lies above zero, "opposite" below it, "not resolved" across it)."""
+    seeds = sorted(set(ours) & set(ref))
+    diffs = [ours[s] - ref[s] for s in seeds]
+    if not diffs:
+        return {"seeds": [], "diffs": [], "verdict": "not measured"}
+    m = mean_ci(diffs)
+    if m["ci95"] is None:
+        verdict = "one seed: no verdict"
+    elif m["mean"] - m["ci95"] > 0:
+        verdict = "reproduced"
+    elif m["mean"] + m["ci95"] < 0:
+        verdict = "NOT reproduced: the opposite, beyond the 95 % interval"
+    else:
+        verdict = "not resolved: the 95 % interval includes 0"
+    return {"seeds": seeds, "diffs": diffs, "mean": m["mean"], "ci95": m["ci95"], "verdict": verdict}
 
-    def acc(arm, d):
-        vals = [s["accuracy"] for s in arms.get(arm, {}).get("eval", {}).get(d, {}).values()]
-        return _stat(vals)
 
-    out = []
-    claims = [
-        ("Exploration Anchoring keeps format: PARA-GRPO's format compliance is higher than vanilla GRPO's",
-         train("para_grpo", "format_compliance"), train("vanilla_grpo", "format_compliance")),
-        ("EA alone raises format compliance over vanilla GRPO",
-         train("ea_only", "format_compliance"), train("vanilla_grpo", "format_compliance")),
-        ("Under the paper's reward (forced <think> scored), PARA-GRPO's format compliance is higher than vanilla's",
-         train("para_grpo_scored", "format_compliance"), train("vanilla_grpo", "format_compliance")),
-        ("Under the paper's reward (forced <think> scored), EA alone raises format compliance over vanilla GRPO",
-         train("ea_only_scored", "format_compliance"), train("vanilla_grpo", "format_compliance")),
-        ("nFrames Gating keeps tool use: PARA-GRPO's κ is higher than EA-only's (same EA, no gating)",
-         train("para_grpo", "tool_calls_per_rollout"), train("ea_only", "tool_calls_per_rollout")),
-        ("Gating alone keeps more tool use than vanilla GRPO",
-         train("gating_only", "tool_calls_per_rollout"), train("vanilla_grpo", "tool_calls_per_rollout")),
-        ("PARA-GRPO answers held-out questions better than vanilla GRPO (parallel dispatch)",
-         acc("para_grpo", "parallel"), acc("vanilla_grpo", "parallel")),
-        ("Parallel dispatch is more accurate than sequential (PARA-GRPO policy)",
-         acc("para_grpo", "parallel"), acc("para_grpo", "sequential")),
+def claims(cfg: ReproConfig) -> list[tuple[str, str, tuple[str, tuple], tuple[str, tuple]]]:
+    """(claim, reward, (arm, what) expected higher, (arm, what) expected lower) for every claim the arms test,
+    under the released reward and again under the prefix-scored variant where an arm differs there (vanilla
+    GRPO and gating-only force no prefix: one run serves both)."""
+    late = {"format": ("train", "format_compliance", "last"), "kappa": ("train", "tool_calls_per_rollout", "last")}
+    out: list = []
+    for reward, sfx in (("released", ""), ("prefix scored", "_scored")):
+        para, ea = f"para_grpo{sfx}", f"ea_only{sfx}"
+        out += [
+            ("Exploration Anchoring keeps format: PARA-GRPO's format compliance (last quarter) > vanilla GRPO's",
+             reward, (para, late["format"]), ("vanilla_grpo", late["format"])),
+            ("EA alone raises format compliance over vanilla GRPO", reward, (ea, late["format"]), ("vanilla_grpo", late["format"])),
+            ("nFrames Gating keeps tool use: PARA-GRPO's κ (last quarter) > EA only's", reward, (para, late["kappa"]),
+             (ea, late["kappa"])),
+            ("PARA-GRPO keeps more tool use than vanilla GRPO (κ, last quarter)", reward, (para, late["kappa"]),
+             ("vanilla_grpo", late["kappa"])),
+        ]  # fmt: skip
+        for k in eval_budgets(cfg):
+            out.append((f"PARA-GRPO answers held-out questions better than vanilla GRPO (K = {k or 'card'}, parallel)",
+                        reward, (para, ("eval", "parallel", k)), ("vanilla_grpo", ("eval", "parallel", k))))  # fmt: skip
+    out += [
+        ("Vanilla GRPO's tool use collapses: κ in the first steps > κ in the last quarter", "released",
+         ("vanilla_grpo", ("train", "tool_calls_per_rollout", "first")), ("vanilla_grpo", late["kappa"])),
+        ("Gating alone keeps more tool use than vanilla GRPO (κ, last quarter)", "released",
+         ("gating_only", late["kappa"]), ("vanilla_grpo", late["kappa"])),
     ]  # fmt: skip
-    for claim, ours, ref in claims:
-        verdict = _diff(ours, ref)
-        if verdict == "not measured":
-            status = "not measured"
-        elif verdict.startswith("higher"):
-            status = "reproduced" + (" (one seed)" if "one seed" in verdict else "")
-        elif verdict in ("within seed spread", "equal"):
-            status = "not resolved at this scale (no difference beyond the seed spread)"
-        else:
-            status = "NOT reproduced (opposite direction" + (", one seed)" if "one seed" in verdict else ")")
-        out.append((claim, f"{_fmt(ours)} vs {_fmt(ref)}", status))
-    return out
+    if "sequential" in cfg.dispatch and "parallel" in cfg.dispatch:
+        for k in eval_budgets(cfg):
+            out.append((f"Parallel dispatch is more accurate than sequential (PARA-GRPO policy, K = {k or 'card'})",
+                        "released", ("para_grpo", ("eval", "parallel", k)), ("para_grpo", ("eval", "sequential", k))))  # fmt: skip
+    return [c for c in out if c[2][0] in cfg.arms and c[3][0] in cfg.arms]
+
+
+def verdicts(arms: dict[str, Any], cfg: ReproConfig) -> list[dict[str, Any]]:
+    return [{"claim": claim, "reward": reward, "higher": hi[0], "lower": lo[0],
+             **compare(_per_seed(arms, *hi), _per_seed(arms, *lo))} for claim, reward, hi, lo in claims(cfg)]  # fmt: skip
 
 
 # --- report -------------------------------------------------------------------------------------------------
 def write_report(out: Path, cfg: ReproConfig, coldstart: dict[str, Any] | None = None,
                  wall_s: dict[str, float] | None = None) -> str:  # fmt: skip
-    """``report.md``, ``report.png`` and ``report.json`` in ``out``; returns the Markdown."""
+    """``report.md``, ``report.png`` and ``report.json`` in ``out``; returns the Markdown. ``coldstart``: the
+    cold start's held-out summaries by K (``coldstart_summary``)."""
+    from paravt.experiments.repro.gate import gate_path
+    from paravt.experiments.repro.gate import to_markdown as gate_table
+
     arms = collect(out, cfg)
     seeds = sorted({s for a in arms.values() for s in a["seeds"]})
+    steps = sorted({len(c["tool_calls_per_rollout"]) for a in arms.values() for c in a["curves"].values()})
+    budgets = eval_budgets(cfg)
     lines = [
         "# paravt repro: the paper's training comparison at CPU scale",
         "",
-        f"Recipe `{cfg.recipe}` (overrides: {', '.join(cfg.overrides) or 'none'}); held-out evaluation at "
-        f"K = {cfg.eval_frame_budget or 'each policy card'}; RL steps per arm: "
-        f"{cfg.steps or 'the recipe'}; seeds: {', '.join(map(str, seeds)) or 'none finished'}; every arm starts "
-        f"from one shared cold start (`{coldstart_model(out)}`). Mean ± standard deviation over seeds; training "
-        f"figures are the mean of the last quarter of the RL steps (the first {EARLY_STEPS} steps in brackets).",
+        f"Recipe `{cfg.recipe}` (overrides: {', '.join(cfg.overrides) or 'none'}); RL steps per arm: "
+        f"{cfg.steps or 'the recipe'} (finished runs have {', '.join(map(str, steps)) or '-'}); seeds: "
+        f"{', '.join(map(str, seeds)) or 'none finished'}; held-out evaluation at K = "
+        f"{', '.join(str(k or 'each card') for k in budgets)}, {' and '.join(cfg.dispatch)} dispatch. Every arm "
+        f"starts from one shared cold start (`{coldstart_model(out)}`). Figures: mean over seeds ± the half-width of "
+        f"its 95 % confidence interval (Student's t; none for one seed); training figures are the mean of the last "
+        f"quarter of the RL steps, the first {EARLY_STEPS} steps in brackets.",
         "",
     ]
     if wall_s:
         lines += ["Wall time on this machine: " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in wall_s.items()) + ".", ""]
+    gate = gate_path(out)
+    if gate.is_file():
+        g = json.loads(gate.read_text())
+        lines += [f"## (0) The shared cold start: probe gate ({'passed' if g['passed'] else '**failed**'}, {g['n']} "
+                  f"held-out videos)", "", gate_table(g)]  # fmt: skip
 
     def table(title: str, keys: list[tuple[str, str]]):
         head = "| arm | " + " | ".join(f"{label} (ours) | paper" for _, label in keys) + " |"
@@ -218,52 +272,73 @@ def write_report(out: Path, cfg: ReproConfig, coldstart: dict[str, Any] | None =
     table("(A) Format under RL: Exploration Anchoring", [("format_reward", "f_τ"), ("format_compliance", "compliance")])
     lines += ["f_τ is each arm's own format term: the released reward (answer-suffix weighting, anchor bonus) and the "
               "vanilla one have different scales, so compare f_τ within an arm over time; format compliance (every "
-              "turn parses, the last one answers) is the same measure for every arm.", ""]  # fmt: skip
+              "turn parses, the last one answers; rollouts at the training temperature) is the same measure for every "
+              "arm.", ""]  # fmt: skip
     table("(B) Tool use under RL: nFrames Gating",
           [("tool_calls_per_rollout", "κ"), ("accuracy", "train accuracy"), ("reward_mean", "reward")])
-    lines += [f"## (D) When tool use fell: the step at which κ's {EARLY_STEPS}-step running mean first fell below half "
+
+    bins = [(lo, hi) for lo, hi in STEP_BINS if lo <= max(steps or [0])]
+    lines += ["## (D) Dynamics from step 1: each figure's mean over the steps of each range, over seeds", ""]
+    for key, label in TRAIN_METRICS[1:]:
+        lines += [f"**{label}**", "", "| arm | " + " | ".join(f"step {lo}" if lo == hi else f"steps {lo}-{hi}" for lo, hi in bins) + " |",
+                  "|---|" + "---|" * len(bins)]  # fmt: skip
+        for arm in cfg.arms:
+            per = arms.get(arm, {}).get("per_seed", {})
+            cells = [_fmt(_stat([p[key]["bins"][i] for p in per.values() if key in p])) for i in range(len(bins))]
+            lines.append(f"| {ARM_LABELS[arm]} | " + " | ".join(cells) + " |")
+        lines.append("")
+    lines += [f"## (E) When tool use fell: the step at which κ's {EARLY_STEPS}-step running mean first fell below half "
               f"its first-{EARLY_STEPS}-step mean, per seed ('-': never)", "", "| arm | " + " | ".join(
-                  f"seed {s}" for s in seeds) + " |", "|---|" + "---|" * len(seeds)]
+                  f"seed {s}" for s in seeds) + " |", "|---|" + "---|" * len(seeds)]  # fmt: skip
     for arm in cfg.arms:
         at = arms.get(arm, {}).get("kappa_halved_at", {})
         lines.append(f"| {ARM_LABELS[arm]} | " + " | ".join(
             "not run" if s not in at else (str(at[s]) if at[s] is not None else "-") for s in seeds) + " |")
     lines.append("")
 
-    lines += ["## (C) Held-out accuracy of the final policies, parallel vs sequential dispatch", "",
-              "| arm | " + " | ".join(f"accuracy ({d}) | crops / episode ({d})" for d in cfg.dispatch) + " |",
-              "|---|" + "---|---|" * len(cfg.dispatch)]  # fmt: skip
+    cols = [(d, k) for k in budgets for d in cfg.dispatch]
+    lines += ["## (C) Held-out accuracy (crops per episode) of the final policies, by K and dispatch", "",
+              "| arm | " + " | ".join(f"K = {k or 'card'}, {d}" for d, k in cols) + " |", "|---|" + "---|" * len(cols)]  # fmt: skip
     if coldstart:
         cells = []
-        for d in cfg.dispatch:
-            cells += ([f"{coldstart['accuracy']:.2f}", f"{coldstart['avg_tool_calls']:.2f}"] if d == "parallel"
-                      else ["-", "-"])  # fmt: skip
+        for d, k in cols:
+            c = coldstart.get(str(k)) if d == "parallel" else None
+            cells.append(f"{c['accuracy']:.2f} ({c['avg_tool_calls']:.2f})" if c else "-")
         lines.append("| cold start (shared) | " + " | ".join(cells) + " |")
     for arm in cfg.arms:
         ev = arms.get(arm, {}).get("eval", {})
         cells = []
-        for d in cfg.dispatch:
-            runs = list(ev.get(d, {}).values())
-            cells += [_fmt(_stat([r["accuracy"] for r in runs])), _fmt(_stat([r["avg_tool_calls"] for r in runs]))]
+        for d, k in cols:
+            runs = list(ev.get(d, {}).get(str(k), {}).values())
+            cells.append(f"{_fmt(_stat([r['accuracy'] for r in runs]))} ({_fmt(_stat([r['avg_tool_calls'] for r in runs]))})"
+                         if runs else "-")  # fmt: skip
         lines.append(f"| {ARM_LABELS[arm]} | " + " | ".join(cells) + " |")
-    n_eval = {r["n"] for a in arms.values() for d in a["eval"].values() for r in d.values()}
+    n_eval = {r["n"] for a in arms.values() for d in a["eval"].values() for kk in d.values() for r in kk.values()}
     lines += ["", f"Held-out samples per evaluation: {', '.join(map(str, sorted(n_eval))) or '-'}.", ""]
 
-    lines += ["## Which of the paper's directions reproduced", "", "| the paper's claim | ours | verdict |", "|---|---|---|"]
-    verdicts = directions(arms)
-    lines += [f"| {c} | {m} | {v} |" for c, m, v in verdicts]
-    lines += ["", "A direction counts as reproduced only when the arms' means differ in the paper's direction by more "
-              "than the larger seed standard deviation; anything else is reported as it is.", ""]  # fmt: skip
+    lines += ["## Which of the paper's claims reproduced", "",
+              "| the paper's claim | reward | paired difference (mean ± 95 % CI) | per seed | verdict |", "|---|---|---|---|---|"]  # fmt: skip
+    found = verdicts(arms, cfg)
+    for v in found:
+        diff = "-" if not v["diffs"] else (f"{v['mean']:+.3f}" + (f" ± {v['ci95']:.3f}" if v["ci95"] is not None else ""))
+        per = ", ".join(f"{s}: {x:+.2f}" for s, x in zip(v["seeds"], v["diffs"], strict=True)) or "-"
+        lines.append(f"| {v['claim']} | {v['reward']} | {diff} | {per} | {v['verdict']} |")
+    lines += ["", "A claim compares two arms seed by seed (same RL seed: same data order and gating draws); it counts as "
+              "reproduced only when the 95 % interval of the paired difference lies on the paper's side of zero. "
+              "The prefix-scored rows put PARA-GRPO and EA only under the reward variant that scores the forced "
+              "`<think>` as the policy's opening tag; vanilla GRPO and gating only force no prefix, so their runs "
+              "serve both rewards.", ""]  # fmt: skip
     text = "\n".join(lines) + "\n"
     (out / "report.md").write_text(text)
-    (out / "report.json").write_text(json.dumps({"arms": arms, "verdicts": verdicts, "coldstart": coldstart,
+    (out / "report.json").write_text(json.dumps({"arms": arms, "verdicts": found, "coldstart": coldstart,
                                                  "wall_s": wall_s}, indent=2, default=str) + "\n")  # fmt: skip
     plot_report(arms, out / "report.png", cfg)
     return text
 
 
 def plot_report(arms: dict[str, Any], path: Path, cfg: ReproConfig) -> None:
-    """One panel per training metric: each arm's mean over seeds, with the min-max band of the seeds."""
+    """One panel per training metric: each arm's mean over seeds (a 5-step running mean), with the min-max band
+    of the seeds."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -279,15 +354,18 @@ def plot_report(arms: dict[str, Any], path: Path, cfg: ReproConfig) -> None:
                 continue
             n = min(len(c) for c in curves)
             data = np.array([c[:n] for c in curves], dtype=float)
-            x = np.arange(1, n + 1)
-            ax.plot(x, np.nanmean(data, axis=0), label=f"{ARM_LABELS[arm]} ({len(curves)} seeds)")
-            ax.fill_between(x, np.nanmin(data, axis=0), np.nanmax(data, axis=0), alpha=0.2)
+            w = min(5, n)
+            smooth = np.array([np.convolve(np.nan_to_num(row), np.ones(w) / w, mode="valid") for row in data])
+            x = np.arange(w, n + 1)
+            ax.plot(x, smooth.mean(axis=0), label=f"{ARM_LABELS[arm]} ({len(curves)} seeds)")
+            ax.fill_between(x, smooth.min(axis=0), smooth.max(axis=0), alpha=0.15)
         ax.set_title(label)
         ax.set_xlabel("RL step")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
-    fig.suptitle("paravt repro: per-arm training curves (mean over seeds, band = min-max)")
+    if axes[0].get_legend_handles_labels()[0]:  # nothing finished yet: no legend to draw
+        axes[0].legend(fontsize=7)
+    fig.suptitle("paravt repro: training curves from step 1 (5-step running mean; mean over seeds, band = min-max)")
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=100)
@@ -295,11 +373,15 @@ def plot_report(arms: dict[str, Any], path: Path, cfg: ReproConfig) -> None:
     tmp.replace(path)
 
 
-def coldstart_summary(out: Path) -> dict[str, Any] | None:
-    """The cold start's held-out figures: its finished `summary.json` (what the arms' rows use too, and all a
-    report directory without per-sample results keeps), else a summary of the results written so far."""
-    path = out / "coldstart" / "eval_parallel"
-    if (path / "summary.json").exists():
-        return json.loads((path / "summary.json").read_text(encoding="utf-8"))
-    rows = read_results(path / "results.jsonl")
-    return summarize(rows) if rows else None
+def coldstart_summary(out: Path, cfg: ReproConfig | None = None) -> dict[str, Any]:
+    """The cold start's held-out figures by K (``str(K)``, "None" for its card's): each finished
+    ``summary.json`` (what a report directory without per-sample results keeps), else a summary of the
+    results written so far."""
+    found = {}
+    for k in eval_budgets(cfg) if cfg is not None else (None,):
+        path = eval_dir(Path(out) / "coldstart", "parallel", k)
+        if (path / "summary.json").exists():
+            found[str(k)] = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+        elif rows := read_results(path / "results.jsonl"):
+            found[str(k)] = summarize(rows)
+    return found

@@ -34,15 +34,17 @@ def seed_range(text: str) -> list[int]:
     return seeds
 
 
-def step1(coldstart: Path, arm: str, seed: int, recipe: str) -> dict[str, float]:
+def step1(coldstart: Path, arm: str, seed: int, recipe: str | ReproConfig) -> dict[str, float]:
     """The arm's step-1 rollouts (``Trainer.collect``, what ``rl_step`` trains on) and their metrics, as the step's
-    row reports them; no update is run, since nothing after the rollouts enters the figures."""
+    row reports them; no update is run, since nothing after the rollouts enters the figures. ``recipe``: a
+    recipe name, or a whole ``ReproConfig`` (its overrides apply too)."""
+    cfg = recipe if isinstance(recipe, ReproConfig) else ReproConfig(recipe=recipe)
     from paravt.learners.metrics import rollout_metrics
     from paravt.learners.trainer import Trainer
 
     run = Path(tempfile.mkdtemp(prefix="paravt_step1_"))
     try:
-        trainer = Trainer(arm_config(ReproConfig(recipe=recipe), arm, seed, coldstart), run, progress=False)
+        trainer = Trainer(arm_config(cfg, arm, seed, coldstart), run, progress=False)
         try:
             metrics = rollout_metrics([t for group in trainer.collect() for t in group])
         finally:

@@ -28,7 +28,7 @@ import logging
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -74,10 +74,24 @@ class ReproConfig:
     """Held-out samples each final policy is evaluated on (None: all of them)."""
     dispatch: tuple[str, ...] = ("parallel", "sequential")
     """Tool dispatch modes each final policy is evaluated with."""
-    eval_frame_budget: int | None = None
-    """Overview frames K of the held-out evaluations, the same for every arm (None: each policy card's).
-    The paper trains its fixed-budget arms at K=64; on short synthetic videos K=64 shows every needle, so the
-    evaluation that shows whether a policy uses the tool needs a smaller K."""
+    eval_frame_budgets: tuple[int, ...] = (4, 16, 64)
+    """Overview frames K of the held-out evaluations, the same for every arm, each with every ``dispatch``
+    (empty: each policy card's K). Where the tool is needed (K = 4), where the overview shows the needle a
+    fifth of the time (16), and the paper's fixed budget, where skipping the tool is a shortcut (64)."""
+    gate: bool = True
+    """Stop before any RL step when the shared cold start fails the probe gate
+    (``paravt.experiments.repro.gate``); False records its figures and goes on (``paravt repro --no-gate``)."""
+
+    @classmethod
+    def from_saved(cls, saved: dict[str, Any]) -> ReproConfig:
+        """The configuration a run directory's ``repro.json`` records (lists back to tuples; a run recorded
+        before several K existed had one ``eval_frame_budget``)."""
+        saved = dict(saved)
+        if "eval_frame_budget" in saved:
+            k = saved.pop("eval_frame_budget")
+            saved.setdefault("eval_frame_budgets", () if k is None else (k,))
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k in known})
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.arms if a not in ARMS]
@@ -87,6 +101,9 @@ class ReproConfig:
             raise ValueError("ReproConfig.seeds is empty")
         if self.steps is not None and self.steps < 1:
             raise ValueError(f"ReproConfig.steps must be at least 1, got {self.steps}")
+        self.eval_frame_budgets = tuple(self.eval_frame_budgets)
+        if any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in self.eval_frame_budgets):
+            raise ValueError(f"ReproConfig.eval_frame_budgets must be positive frame counts, got {list(self.eval_frame_budgets)}")
 
 
 def base_config(cfg: ReproConfig) -> TrainConfig:
@@ -174,10 +191,15 @@ def run_training(cfg: ReproConfig, out: str | Path, *, progress: bool = True,
 
 
 def prepare(cfg: ReproConfig, out: Path, progress: bool = True) -> Path:
-    """The run directory checked against its configuration, and the shared cold start every arm starts from."""
+    """The run directory checked against its configuration, the shared cold start every arm starts from, and
+    its probe gate (``GateFailed`` when it fails and ``cfg.gate`` holds)."""
+    from paravt.experiments.repro.gate import run_gate
+
     out.mkdir(parents=True, exist_ok=True)
     check_config(cfg, out)
-    return run_coldstart(cfg, out, progress)
+    model = run_coldstart(cfg, out, progress)
+    run_gate(out, cfg, enforce=cfg.gate, progress=progress)
+    return model
 
 
 def check_config(cfg: ReproConfig, out: Path) -> None:
@@ -187,7 +209,8 @@ def check_config(cfg: ReproConfig, out: Path) -> None:
     mine = asdict(cfg)
     if path.is_file():
         theirs = json.loads(path.read_text())
-        fixed = ("recipe", "steps", "overrides", "eval_limit", "eval_frame_budget")
+        theirs = asdict(ReproConfig.from_saved(theirs))
+        fixed = ("recipe", "steps", "overrides", "eval_limit", "eval_frame_budgets")
         changed = [k for k in fixed if _norm(theirs.get(k)) != _norm(mine.get(k))]
         if changed:
             raise ValueError(f"{out} holds a repro run with other settings ({', '.join(changed)}): "

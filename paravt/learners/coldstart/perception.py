@@ -53,6 +53,10 @@ class PerceptionConfig:
     seed, ``min_duration``-``max_duration`` s): many videos, so the model cannot memorise one per answer."""
     min_duration: float = 20.0
     max_duration: float = 40.0
+    overview_budgets: tuple[int, ...] = (4, 8, 16)
+    """Frame counts of the overview examples, one drawn per video: include the largest budget the policy will
+    answer from (a 64-frame overview shows each frame smaller in the sequence, and nothing taught the model
+    to find a needle among 64 frames when it only ever saw 4-16)."""
     answers: bool = True
     """Also train the sample's question answered in ``<answer>`` tags on frames that show its events (see
     ``answer_example``)."""
@@ -105,7 +109,7 @@ def build_examples(policy: HFPolicy, samples: list[VideoQASample], cfg: Percepti
                    crop_max_frames: int, min_pixels: int, max_pixels: int, seed: int = 0,
                    progress: bool = False) -> list[PerceptionExample]:
     """Per video: a crop-like window holding the needle, one without it (when the video has room), and an
-    overview of 4, 8 or 16 frames; every label read from the frames' true timestamps. With
+    overview of ``cfg.overview_budgets`` frames (4, 8 or 16); every label read from the frames' true timestamps. With
     ``cfg.answers``, each of them that shows the sample's events also yields an answer example."""
     answers = cfg.answers
     rng = random.Random(seed)
@@ -131,7 +135,7 @@ def build_examples(policy: HFPolicy, samples: list[VideoQASample], cfg: Percepti
                                           target_sentence(sample, fr.timestamps, "crops")))  # fmt: skip
                 if answers:
                     out.append(answer_example(policy, sample, fr.images, fr.timestamps))
-            k = rng.choice((4, 8, 16))
+            k = rng.choice(tuple(cfg.overview_budgets))  # a tuple, as always: the same draws for the default
             ov = sample_overview(reader, k, min_pixels=min_pixels, max_pixels=max_pixels, cache=False)
             out.append(encode_example(policy, ov.images, ov.timestamps, target_sentence(sample, ov.timestamps, "overview")))
             if answers:

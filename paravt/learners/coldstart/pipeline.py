@@ -22,7 +22,15 @@ import torch
 from paravt.learners.coldstart.perception import build_examples, example_loss, train_perception
 from paravt.learners.coldstart.sft import progress_bar, run_scripted_episode, sft_loss, train_cross_entropy
 from paravt.learners.coldstart.store import ColdStartStore
-from paravt.learners.coldstart.teacher import CHECK_TEXT, GUESS_TEXT, TeacherMiss, final_turn, first_turn
+from paravt.learners.coldstart.teacher import (
+    CHECK_TEXT,
+    GUESS_TEXT,
+    GUESS_TEXT_AFTER_CROPS,
+    RECROP_TEXT,
+    TeacherMiss,
+    crop_turn,
+    first_turn,
+)
 from paravt.learners.config import TrainConfig
 from paravt.learners.interrupts import commit_section
 from paravt.learners.policies.hf import HFPolicy
@@ -88,18 +96,19 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
             sample = samples[i % len(samples)]
             k = gated_frame_budget(sample.id, i // len(samples), cfg.seed, tuple(cfg.sft.frame_budgets))
             guess = rng.choice(answers[sample.question_type]) if rng.random() >= cfg.sft.crop_rate else None
-            # drawn only when asked for, so recipes without checks keep their episodes
+            # drawn only when asked for, so recipes without checks (or late guesses) keep their episodes
             check = cfg.sft.check_rate > 0 and rng.random() < cfg.sft.check_rate
-            first: dict[str, str] = {}
+            late_guess = rng.choice(answers[sample.question_type]) if cfg.sft.guess_after_miss else None
 
-            def turn(t: int, obs: dict[str, Any], sample=sample, first=first, guess=guess, check=check) -> str:
+            def turn(t: int, obs: dict[str, Any], sample=sample, guess=guess, check=check, late_guess=late_guess) -> str:
+                duration = env.unwrapped._reader.duration
                 if t == 0:
-                    duration = env.unwrapped._reader.duration
-                    first["text"] = first_turn(sample, obs["timestamps"], duration, window=cfg.sft.window,
-                                               max_calls=cfg.env.max_parallel, guess=guess, check=check,
-                                               check_window=check_window)  # fmt: skip
-                    return first["text"]
-                return final_turn(sample, obs["timestamps"])
+                    return first_turn(sample, obs["timestamps"], duration, window=cfg.sft.window,
+                                      max_calls=cfg.env.max_parallel, guess=guess, check=check,
+                                      check_window=check_window)  # fmt: skip
+                last = not cfg.sft.recrop or t + 1 >= cfg.env.max_turns  # a turn must be left for the answer
+                return crop_turn(sample, obs["timestamps"], duration, window=cfg.sft.window,
+                                 max_calls=cfg.env.max_parallel, last=last, guess=late_guess)  # fmt: skip
 
             try:
                 tr = run_scripted_episode(env, policy, turn, options={"sample": sample, "frame_budget": k})
@@ -194,8 +203,13 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
             calls = sum(1 for t in data if t.tool_calls)
             guesses = sum(1 for t in data if not t.tool_calls and GUESS_TEXT in t.turn_texts[0])
             checks = sum(1 for t in data if t.tool_calls and CHECK_TEXT in t.turn_texts[0])
+            recrops = sum(1 for t in data if any(RECROP_TEXT in x for x in t.turn_texts[1:]))
+            late_guesses = sum(1 for t in data if t.tool_calls and GUESS_TEXT_AFTER_CROPS in t.turn_texts[-1])
+            from_overview = sum(1 for t in data if not t.tool_calls and GUESS_TEXT not in t.turn_texts[0])
             rows += train_sft(policy, data, cfg, rehearsal=examples, progress=progress, store=store)
-            summary["sft"] = {"episodes": len(data), "dropped": missed, "with_crops": calls, "checks": checks, "guesses": guesses, "steps": cfg.sft.steps,
+            summary["sft"] = {"episodes": len(data), "dropped": missed, "with_crops": calls, "checks": checks,
+                              "guesses": guesses, "answered_from_overview": from_overview, "recrops": recrops,
+                              "guesses_after_crops": late_guesses, "steps": cfg.sft.steps,
                               "final_loss": _tail_mean(rows, "sft")}  # fmt: skip
     finally:
         policy.think_prefix = was_think

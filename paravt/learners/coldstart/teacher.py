@@ -8,7 +8,10 @@ is, when the overview never showed it. This teacher only uses what the agent can
   answer off that frame; otherwise it says the overview shows nothing and covers the video with crops of
   ``window`` seconds (0-20, 20-40, ...), all in one parallel turn: how many depends on the duration written
   in the prompt, nothing else;
-- **turn 2**: it reads the answer off the crop frames that show the needle.
+- **turn 2**: it reads the answer off the crop frames that show the needle; when they show none (a short event
+  can fall between two crop frames) and a turn is left, it crops again, each window shifted by half the
+  spacing of the frames it was shown (``recrop_turn``), so the second round's frames fall between the
+  first's; the next turn answers from them.
 
 With ``crop_rate`` below 1 the teacher is a base model with a weak tool prior: in that share of the episodes
 whose overview misses the needle it crops, in the others it writes that it saw nothing and guesses an answer
@@ -20,8 +23,9 @@ already answers): it writes what the overview shows, then crops one window aroun
 the Tool Prior Paradox's collapse, observable from step 1.
 
 So the decision to call (the Tool Necessity Gap: at K=64 the overview usually shows the needle, at K=4 it
-rarely does) and the answer (the colour of what is on screen) both follow the pixels. Where the frames show
-no needle the teacher has nothing honest to say, and the episode is dropped (``TeacherMiss``).
+rarely does) and the answer (the colour of what is on screen) both follow the pixels. Where the last turn's
+frames still show no needle the teacher has nothing honest to say: with ``guess_after_miss`` it says so and
+guesses (what a base model does), else the episode is dropped (``TeacherMiss``) and counted.
 
 The think text names the needle by its colour ("a red shape"), the attribute the tiny task asks about.
 """
@@ -117,8 +121,43 @@ def check_turn(sample: VideoQASample, seen: list, overview_times: Sequence[float
             f"{format_tool_call(start, min(duration, start + window))}")  # fmt: skip
 
 
-def final_turn(sample: VideoQASample, crop_times: Sequence[float], needed: int = 1) -> str:
+GUESS_TEXT_AFTER_CROPS = "The crops show no coloured shape. I will guess."
+"""The teacher's words when its last crops showed nothing either (``SFTConfig.guess_after_miss``)."""
+
+RECROP_TEXT = "The crops show no coloured shape. I will inspect"
+"""The teacher's words before a second round of crops: the perception stage's sentence for crops without the
+needle, then the same call phrase as the first round."""
+
+
+def recrop_turn(crop_times: Sequence[float], duration: float, *, window: float, max_calls: int) -> str:
+    """A second round after crops that missed the needle: the first round's windows (``coverage_windows``) each
+    shifted later by half the median spacing of the crop frames just shown (clamped to the video), so that
+    the new frames fall between the old ones. Only the timestamps the agent was shown decide the shift."""
+    times = np.sort(np.asarray(list(crop_times), dtype=np.float64))
+    gaps = np.diff(times)
+    shift = float(np.median(gaps[gaps > 0])) / 2 if np.any(gaps > 0) else window / 4
+    windows = [(min(a + shift, duration), min(b + shift, duration)) for a, b in coverage_windows(duration, window, max_calls)]
+    windows = [(a, b) for a, b in windows if b > a]
+    calls = "\n".join(format_tool_call(a, b) for a, b in windows)
+    return f"{THINK_PREFIX}{RECROP_TEXT} {len(windows)} more windows in parallel.</think>\n{calls}"
+
+
+def final_turn(sample: VideoQASample, crop_times: Sequence[float], needed: int = 1, *,
+               guess: str | None = None) -> str:  # fmt: skip
+    """The answer read off the crop frames that show the needle(s); where they show none, ``guess`` answered
+    after saying so (or ``TeacherMiss`` without one)."""
     seen = visible_events(sample, crop_times)
     if len(seen) < needed:
+        if guess is not None:
+            return f"{THINK_PREFIX}{GUESS_TEXT_AFTER_CROPS}</think>\n<answer>{guess}</answer>"
         raise TeacherMiss(f"the crops of {sample.id} show {len(seen)} of the {needed} needle(s) needed")
     return answer_turn(sample, seen, "crops")
+
+
+def crop_turn(sample: VideoQASample, crop_times: Sequence[float], duration: float, *, window: float,
+              max_calls: int, last: bool, needed: int = 1, guess: str | None = None) -> str:  # fmt: skip
+    """The teacher's turn after crops: the answer when they show the needle(s) or when this is the episode's
+    last turn (``final_turn``), else a second round of crops (``recrop_turn``)."""
+    if last or len(visible_events(sample, crop_times)) >= needed:
+        return final_turn(sample, crop_times, needed, guess=guess)
+    return recrop_turn(crop_times, duration, window=window, max_calls=max_calls)

@@ -4,18 +4,31 @@ evaluation, report, resume."""
 import json
 
 from paravt.cli import main
-from paravt.experiments.repro.report import halved_at
+from paravt.experiments.repro.report import claims, compare, halved_at
+from paravt.experiments.repro.train import ReproConfig
 
 FAST = ["sft.steps=4", "sft.episodes=4", "rollout.group_size=2", "rollout.prompts_per_step=1",
         "rollout.max_new_tokens=24", "data.synth_n=3", "perception.steps=2", "perception.videos=2",
         "data.heldout_n=2", "env.max_turns=2"]  # fmt: skip
 
 
-def test_repro_smoke_resumes_and_reports(tmp_path, monkeypatch, capsys):
+def test_repro_smoke_gates_resumes_and_reports(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PARAVT_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "repro"
     args = ["repro", "--out", str(out), "--arms", "vanilla_grpo,para_grpo", "--seeds", "0", "--steps", "1",
-            "--no-progress", *FAST]  # fmt: skip
+            "--eval-frame-budgets", "4,8", "--no-progress", *FAST]  # fmt: skip
+    # a 2-step cold start is blind: the probe gate stops the run before any RL, naming what failed
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "failed the probe gate" in err and "--no-gate" in err and "Traceback" not in err
+    gate = json.loads((out / "coldstart" / "gate.json").read_text())
+    assert gate["passed"] is False and gate["passed"] == all(c["passed"] for c in gate["checks"])
+    assert {c["name"] for c in gate["checks"]} == {"sees a crop", "sees the overview", "calls (vanilla_grpo)",
+                                                   "calls (para_grpo)"}  # fmt: skip
+    assert all(c["name"] in err for c in gate["checks"] if not c["passed"])
+    assert not (out / "arms").exists()
+    assert "probe gate (**failed**" in (out / "report.md").read_text()
+    args.append("--no-gate")
     assert main([*args, "--jobs", "2"]) == 0
     cold = out / "coldstart" / "coldstart" / "model" / "paravt.json"
     assert cold.is_file()
@@ -24,17 +37,22 @@ def test_repro_smoke_resumes_and_reports(tmp_path, monkeypatch, capsys):
         config = json.loads((run / "config.json").read_text())
         assert config["model"]["path"] == str(cold.parent) and config["sft"]["steps"] == 0
         for d in ("parallel", "sequential"):
-            assert json.loads((run / f"eval_{d}" / "summary.json").read_text())["n"] == 2
+            for k in (4, 8):
+                summary = json.loads((run / f"eval_{d}_k{k}" / "summary.json").read_text())
+                assert summary["n"] == 2
     report = (out / "report.md").read_text()
-    for part in ("(A) Format", "(B) Tool use", "(C) Held-out accuracy", "Which of the paper's directions",
-                 "| PARA-GRPO |", "| Vanilla GRPO |", "0.13"):  # fmt: skip
+    for part in ("(0) The shared cold start", "(A) Format", "(B) Tool use", "(C) Held-out accuracy", "(D) Dynamics",
+                 "Which of the paper's claims", "| PARA-GRPO |", "| Vanilla GRPO |", "0.13", "K = 4, sequential",
+                 "K = 8, parallel", "| step 1 |"):  # fmt: skip
         assert part in report, part
+    assert "one seed: no verdict" in report  # one seed: a difference, never a verdict
     assert (out / "report.png").read_bytes()[:4] == b"\x89PNG"
-    assert "opposite direction" not in report  # equal figures (0 vs 0 here) are not a contradiction
+    wall = json.loads((out / "wall_s.json").read_text())
+    assert {"cold start and probe gate", "cold start's evaluation", "arms, trained and evaluated"} <= set(wall)
     mtime = cold.stat().st_mtime
     # rerun: nothing is retrained, the report is rewritten; changed shared settings are refused
     assert main(args) == 0 and cold.stat().st_mtime == mtime
-    assert main([*args[:-len(FAST)], *FAST[:-1]]) == 1
+    assert main([*args[: -len(FAST) - 1], *FAST[:-1], "--no-gate"]) == 1
     assert "other settings" in capsys.readouterr().err
     # --report-only rewrites the report under the settings the run was made with
     (out / "report.md").unlink()
@@ -42,10 +60,43 @@ def test_repro_smoke_resumes_and_reports(tmp_path, monkeypatch, capsys):
     assert "sft.steps=4" in (out / "report.md").read_text() and "seeds: 0;" in (out / "report.md").read_text()
     # a report directory that keeps only the summaries (as docs/repro/ does) still reports the cold start
     assert "| cold start (shared) |" in (out / "report.md").read_text()
-    (out / "coldstart" / "eval_parallel" / "results.jsonl").unlink()
+    (out / "coldstart" / "eval_parallel_k4" / "results.jsonl").unlink()
     assert main(["repro", "--out", str(out), "--report-only"]) == 0
     assert "| cold start (shared) |" in (out / "report.md").read_text()
     assert main(["repro", "--out", str(tmp_path / "none"), "--report-only"]) == 1
+
+
+def test_a_claim_is_a_paired_difference_over_seeds_with_its_interval():
+    assert compare({0: 0.9, 1: 0.8, 2: 0.85}, {0: 0.1, 1: 0.2, 2: 0.15})["verdict"] == "reproduced"
+    assert compare({0: 0.1, 1: 0.2, 2: 0.15}, {0: 0.9, 1: 0.8, 2: 0.85})["verdict"].startswith("NOT reproduced")
+    wide = compare({0: 0.9, 1: 0.1, 2: 0.5}, {0: 0.2, 1: 0.6, 2: 0.4})
+    assert wide["verdict"].startswith("not resolved") and wide["mean"] - wide["ci95"] < 0 < wide["mean"] + wide["ci95"]
+    # pairs by seed: a seed only one arm finished does not enter, nor does pairing depend on dict order
+    paired = compare({2: 1.0, 0: 0.5, 7: 0.0}, {0: 0.25, 2: 0.5})
+    assert paired["seeds"] == [0, 2] and paired["diffs"] == [0.25, 0.5]
+    assert compare({0: 1.0}, {0: 0.0})["verdict"] == "one seed: no verdict"
+    assert compare({}, {0: 0.0})["verdict"] == "not measured"
+
+
+def test_claims_cover_both_rewards_and_every_evaluated_k():
+    cfg = ReproConfig(eval_frame_budgets=(4, 64))
+    found = claims(cfg)
+    rewards = {r for _, r, _, _ in found}
+    assert rewards == {"released", "prefix scored"}
+    scored = [c for c in found if c[1] == "prefix scored"]
+    assert scored and all(c[2][0].endswith("_scored") for c in scored)
+    held_out = [c for c in found if c[2][1][0] == "eval"]
+    assert {c[2][1][2] for c in held_out} == {4, 64}
+    # claims need both of their arms run
+    only = claims(ReproConfig(arms=("vanilla_grpo", "para_grpo"), eval_frame_budgets=(4,)))
+    assert only and all({c[2][0], c[3][0]} <= {"vanilla_grpo", "para_grpo"} for c in only)
+
+
+def test_a_recorded_run_with_one_eval_budget_still_loads():
+    cfg = ReproConfig.from_saved({"recipe": "repro_cpu", "arms": ["para_grpo"], "seeds": [0, 1], "steps": None,
+                                  "overrides": [], "eval_limit": None, "dispatch": ["parallel"],
+                                  "eval_frame_budget": 8})  # fmt: skip
+    assert cfg.eval_frame_budgets == (8,) and cfg.seeds == (0, 1) and cfg.gate is True
 
 
 def test_halved_at_finds_the_step_where_tool_use_fell_to_half():

@@ -3,8 +3,11 @@
 import pytest
 
 from paravt.learners.coldstart.teacher import (
+    GUESS_TEXT_AFTER_CROPS,
+    RECROP_TEXT,
     TeacherMiss,
     coverage_windows,
+    crop_turn,
     final_turn,
     first_turn,
     visible_events,
@@ -82,6 +85,69 @@ def test_check_turn_crops_around_the_frame_that_already_shows_the_needle():
     # a miss still covers the video: check only changes what happens when the overview answers
     missed = parse_response(first_turn(s, [10.0, 61.25], 70.0, window=20.0, max_calls=5, check=True))
     assert len(missed.valid_tool_calls) == 4
+
+
+def _crop_times(windows, frames: int) -> list[float]:
+    """The timestamps a crop of each window returns at ``frames`` frames, for a dense constant-rate video
+    (``paravt_env.video.sampling.sample_window``: centres of equal slices)."""
+    return [a + (i + 0.5) * (b - a) / frames for a, b in windows for i in range(frames)]
+
+
+def test_a_crop_round_that_missed_is_followed_by_one_whose_frames_fall_between_its_own():
+    """A 2 s event of a 300 s video between two frames of 60 s / 16-frame crops (3.75 s apart): the teacher
+    crops again, each window shifted by half that spacing, and answers from the new frames."""
+    ev = Event(start=41.0, end=43.0, label="red star", attributes={"colour": "red"})
+    s = VideoQASample(id="l", video_path="v.mp4", question="q", answer="red", question_type="oe", duration=300.0,
+                      events=[ev])  # fmt: skip
+    first = coverage_windows(300.0, 20.0, 5)
+    shown = _crop_times(first, 16)
+    assert not visible_events(s, shown)  # 39.375 and 43.125 straddle the event
+    again = crop_turn(s, shown, 300.0, window=20.0, max_calls=5, last=False)
+    parsed = parse_response(again)
+    assert RECROP_TEXT in again and parsed.answer is None and not parsed.problems
+    windows = [(c.start_time, c.end_time) for c in parsed.valid_tool_calls]
+    expected = [x for a, b in first for x in (a + 1.875, min(b + 1.875, 300.0))]
+    assert [x for w in windows for x in w] == pytest.approx(expected, abs=0.01)  # calls are written to 2 decimals
+    assert visible_events(s, _crop_times(windows, 16)) == [ev]
+    assert parse_response(crop_turn(s, _crop_times(windows, 16), 300.0, window=20.0, max_calls=5, last=False)).answer == "red"
+
+
+def test_the_last_turn_answers_a_miss_with_a_guess_said_as_such_or_drops_it():
+    s = _sample()
+    missed = [30.0, 36.0, 44.0]
+    with pytest.raises(TeacherMiss):
+        crop_turn(s, missed, 70.0, window=20.0, max_calls=5, last=True)
+    text = crop_turn(s, missed, 70.0, window=20.0, max_calls=5, last=True, guess="blue")
+    assert GUESS_TEXT_AFTER_CROPS in text and parse_response(text).answer == "blue"
+    # a guess is only for misses: crops that show the needle are read, whatever the guess
+    assert parse_response(crop_turn(s, [41.0], 70.0, window=20.0, max_calls=5, last=True, guess="blue")).answer == "red"
+
+
+def test_the_repro_teacher_drops_nothing_and_crops_again_after_a_miss(synth_small, tiny_qwen3):
+    """Teacher episodes through the real env on real videos, crops thinned (2 frames a crop) so that rounds
+    miss: with ``sft.recrop`` and ``sft.guess_after_miss`` every episode is kept and ends in an answer; the
+    second round's calls differ from the first's; without them (the tiny_cpu teacher) misses are dropped."""
+    pytest.importorskip("torch")
+    from paravt.learners.coldstart.pipeline import teacher_episodes
+    from paravt.learners.config import load_recipe
+    from paravt.learners.policies.hf import HFPolicy
+    from paravt_env.protocol import parse_response as parse
+
+    policy = HFPolicy.from_pretrained(tiny_qwen3)
+    thin = ["sft.episodes=16", "sft.frame_budgets=[4]", "env.crop_max_frames=2", "env.crop_fps=1.0",
+            "env.frame_budget=4", "sft.check_rate=0.0"]  # fmt: skip
+    cfg = load_recipe("tiny_cpu", [*thin, "sft.crop_rate=1.0", "sft.recrop=true", "sft.guess_after_miss=true"])
+    episodes, dropped = teacher_episodes(policy, list(synth_small[1]), cfg)
+    assert dropped == 0 and len(episodes) == 16
+    assert all(parse(t.turn_texts[-1]).answer for t in episodes)
+    recropped = [t for t in episodes if any(RECROP_TEXT in x for x in t.turn_texts[1:])]
+    assert recropped, "thinned crops never missed: the test shows nothing"
+    for t in recropped:
+        rounds = [[(c.start_time, c.end_time) for c in parse(x).valid_tool_calls] for x in t.turn_texts[:2]]
+        assert rounds[0] and rounds[1] and rounds[0] != rounds[1]
+    plain = load_recipe("tiny_cpu", [*thin, "sft.crop_rate=1.0"])
+    kept, dropped = teacher_episodes(policy, list(synth_small[1]), plain)
+    assert dropped > 0 and len(kept) + dropped == 16
 
 
 @pytest.mark.parametrize(("save_every_s", "shards"), [(0.0, 3), (3600.0, 1)])

@@ -1,0 +1,156 @@
+"""The probe gate: ``paravt repro`` starts its RL arms only from a cold start that sees and calls the tool.
+
+The paper's comparison is about what RL does to a policy's tool use: vanilla GRPO drops the calls, PARA-GRPO
+keeps them. On a cold start that cannot see the needle the arms compare blind policies and every verdict is
+noise (issue 39: the first repro's cold start scored 0.06 held-out and 0.000 from a 64-frame overview). So,
+after the cold start and before any RL step, three checks on the held-out videos (``GateConfig``):
+
+- **it sees a crop**: accuracy after one oracle crop (``paravt.experiments.probe``) minus accuracy with the
+  same crop's frames grey (the blank-video rate) is at least ``min_crop_lift``;
+- **it sees the overview**: accuracy answering from a ``overview_budget``-frame overview alone (tool calls
+  suppressed) minus the best constant answer's accuracy on the same videos is at least ``min_overview_lift``;
+- **it calls**: κ, executed crops per rollout, of the step-1 rollouts of each arm in ``arms`` (the rollouts RL
+  starts from, at the training temperature) is at least ``min_kappa``.
+
+The figures go to ``OUT/coldstart/gate.json`` (reused on a rerun with the same gate) and into the report. A
+failed gate stops the run with ``GateFailed`` naming each failed check with its figure and threshold;
+``paravt repro --no-gate`` records the figures and goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """Thresholds of the probe gate, the same for every arm (the gate runs once, on the shared cold start)."""
+
+    min_crop_lift: float = 0.3
+    """Oracle-crop accuracy minus grey-crop accuracy, at least (a blind model scores the same under both)."""
+    min_overview_lift: float = 0.2
+    """Overview-only accuracy at ``overview_budget`` frames minus the best constant answer's, at least."""
+    min_kappa: float = 0.75
+    """Executed crops per step-1 rollout, at least, in every checked arm (issue 39: "around 1 or more")."""
+    overview_budget: int = 64
+    """The overview the "sees the overview" check answers from: the paper's fixed budget, where skipping the
+    tool is a shortcut."""
+    arms: tuple[str, ...] = ("vanilla_grpo", "para_grpo")
+    """Arms whose step-1 rollouts are checked: the fixed K = 64 arm and the gated one."""
+    limit: int | None = None
+    """Held-out samples probed (None: all)."""
+
+
+class GateFailed(RuntimeError):
+    """The cold start failed the probe gate: its message names each failed check with figure and threshold."""
+
+
+def gate_path(out: Path) -> Path:
+    return Path(out) / "coldstart" / "gate.json"
+
+
+def best_constant_rate(samples) -> float:
+    """Accuracy of the best single answer given to every sample (the reward's F1 rule, as the probe scores):
+    what a policy that ignores the video can reach."""
+    from paravt_env.rewards import answer_accuracy
+
+    answers = sorted({s.answer for s in samples})
+    if not answers:
+        return 0.0
+    return max(sum(answer_accuracy(a, s.answer, s.question_type, "f1") for s in samples) / len(samples) for a in answers)
+
+
+def measure(out: Path, cfg, gate: GateConfig, progress: bool = False) -> dict[str, Any]:
+    """The gate's figures on ``out``'s cold start and held-out videos (probe, constant rate, step-1 κ)."""
+    from paravt.experiments.probe import ProbeConfig, load_checkpoint, probe_perception
+    from paravt.experiments.repro.step1 import step1
+    from paravt.experiments.repro.train import coldstart_model
+    from paravt_env import load_samples
+
+    model = coldstart_model(out)
+    samples = load_samples(Path(out) / "coldstart" / "heldout", strict=False)
+    samples = samples[: gate.limit] if gate.limit else samples
+    policy, env = load_checkpoint(str(model))
+    try:
+        probe = probe_perception(policy, samples, ProbeConfig(env=env, overview_budgets=(4, gate.overview_budget)),
+                                 progress=progress)  # fmt: skip
+    finally:
+        del policy
+    constant = best_constant_rate(samples)
+    step = {arm: step1(model, arm, cfg.seeds[0], cfg) for arm in gate.arms}
+    acc, overview = probe["accuracy"], probe["tool_necessity"][f"K={gate.overview_budget}"]
+    checks = [
+        _check("sees a crop", "oracle-crop accuracy - grey-crop accuracy", acc["oracle"] - acc["grey"],
+               gate.min_crop_lift, f"oracle {acc['oracle']:.3f}, grey {acc['grey']:.3f}"),
+        _check("sees the overview", f"K={gate.overview_budget} overview-only accuracy - best constant answer",
+               overview - constant, gate.min_overview_lift, f"overview {overview:.3f}, constant {constant:.3f}"),
+        *(_check(f"calls ({arm})", "κ of the step-1 rollouts", step[arm]["kappa"], gate.min_kappa,
+                 f"format compliance {step[arm]['compliance']:.3f}, seed {cfg.seeds[0]}") for arm in gate.arms),
+    ]  # fmt: skip
+    return {
+        "passed": all(c["passed"] for c in checks),
+        "checks": checks,
+        "probe": {k: v for k, v in probe.items() if k != "rows"},
+        "constant_answer": constant,
+        "step1": step,
+        "n": len(samples),
+        "gate": asdict(gate),
+    }
+
+
+def _check(name: str, what: str, value: float, threshold: float, detail: str) -> dict[str, Any]:
+    return {"name": name, "what": what, "value": float(value), "threshold": float(threshold),
+            "passed": bool(value >= threshold), "detail": detail}  # fmt: skip
+
+
+def run_gate(out: Path, cfg, gate: GateConfig | None = None, *, enforce: bool = True,
+             progress: bool = False) -> dict[str, Any]:  # fmt: skip
+    """The gate's result for ``out``'s cold start: read from ``gate.json`` when it was measured with the same
+    ``gate`` and seed, else measured and saved. With ``enforce`` a failed gate raises ``GateFailed``; without,
+    it is logged as a warning."""
+    gate = gate or GateConfig()
+    path = gate_path(out)
+    result = None
+    if path.is_file():
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            saved = {}
+        same = saved.get("gate") == json.loads(json.dumps(asdict(gate))) and saved.get("seed") == cfg.seeds[0]
+        result = saved if same else None
+    if result is None:
+        logger.info("repro: probe gate on the cold start (%s)", path.parent / "coldstart" / "model")
+        result = {**measure(out, cfg, gate, progress), "seed": cfg.seeds[0]}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    if not result["passed"]:
+        message = failure_message(result, path)
+        if enforce:
+            raise GateFailed(message)
+        logger.warning("%s (--no-gate: going on)", message)
+    return result
+
+
+def failure_message(result: dict[str, Any], path: Path) -> str:
+    failed = [c for c in result["checks"] if not c["passed"]]
+    lines = [f"the cold start failed the probe gate ({path}), so RL would compare policies that cannot "
+             f"{'see' if any(c['name'].startswith('sees') for c in failed) else 'call the tool'}:"]  # fmt: skip
+    lines += [f"  {c['name']}: {c['what']} = {c['value']:.3f} < {c['threshold']:.3f} ({c['detail']})" for c in failed]
+    lines.append("Change the cold start (recipe perception.* / sft.*) and use a new --out, or pass --no-gate to run "
+                 "the arms anyway.")  # fmt: skip
+    return "\n".join(lines)
+
+
+def to_markdown(result: dict[str, Any]) -> str:
+    """The gate's table for the report."""
+    rows = ["| check | measure | value | threshold | passed | figures |", "|---|---|---|---|---|---|"]
+    rows += [f"| {c['name']} | {c['what']} | {c['value']:.3f} | {c['threshold']:.3f} | "
+             f"{'yes' if c['passed'] else '**no**'} | {c['detail']} |" for c in result["checks"]]  # fmt: skip
+    return "\n".join(rows) + "\n"
