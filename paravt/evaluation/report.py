@@ -70,7 +70,40 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         for lab in order
         if lab in by_dur
     }
+    by_overview = overview_split(rows)
+    if by_overview:
+        summary["by_overview"] = by_overview
     return summary
+
+
+def overview_showed(episode: dict[str, Any]) -> bool | None:
+    """Whether one of the episode's overview frames (by its true timestamp) lies inside an event the question
+    asks about (all events when the record does not mark which); None when the record holds no events
+    (real data) or no overview."""
+    events = episode.get("events") or []
+    asked = [e for e in events if e.get("asked")] or events
+    times = episode.get("overview") or []
+    if not asked or not times:
+        return None
+    return any(e["start"] <= t < e["end"] for e in asked for t in times)
+
+
+def overview_split(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Tool use and accuracy split by whether the overview already showed the asked event ("showed") or not
+    ("missed"): the Tool Necessity Gap per episode. A policy that gates its calls crops on misses and skips
+    on hits. Empty when no row's episode records where its events are (real data)."""
+    split: dict[str, list] = {"showed": [], "missed": []}
+    for r in rows:
+        shown = overview_showed(r.get("episode") or {}) if not r.get("error") else None
+        if shown is not None:
+            split["showed" if shown else "missed"].append(r)
+    if not split["showed"] and not split["missed"]:
+        return {}
+    return {
+        key: {"n": len(rs), "accuracy": _mean(r["score"] for r in rs), "avg_tool_calls": _mean(r["tool_calls"] for r in rs),
+              "tool_usage_rate": _mean(1.0 if r["tool_calls"] > 0 else 0.0 for r in rs)}
+        for key, rs in split.items()
+    }  # fmt: skip
 
 
 def to_markdown(summary: dict[str, Any], title: str = "Evaluation") -> str:
@@ -89,6 +122,10 @@ def to_markdown(summary: dict[str, Any], title: str = "Evaluation") -> str:
     for key, head in (("by_question_type", "question type"), ("by_duration", "duration")):
         lines += ["", f"| {head} | n | accuracy |", "|---|---|---|"]
         lines += [f"| {k} | {v['n']} | {v['accuracy']:.3f} |" for k, v in summary[key].items()]
+    if summary.get("by_overview"):
+        lines += ["", "| the overview ... the asked event | n | accuracy | avg tool calls | tool usage rate |", "|---|---|---|---|---|"]
+        lines += [f"| {k} | {v['n']} | {v['accuracy']:.3f} | {v['avg_tool_calls']:.2f} | {v['tool_usage_rate']:.2f} |"
+                  for k, v in summary["by_overview"].items()]  # fmt: skip
     failed = summary.get("failed", [])
     if failed:  # errors score 0 and stay in n; name them so they can be fixed
         lines += ["", f"Failed samples ({len(failed)}; transient ones are retried when the run is resumed):", ""]

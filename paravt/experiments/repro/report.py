@@ -315,6 +315,28 @@ def write_report(out: Path, cfg: ReproConfig, coldstart: dict[str, Any] | None =
         lines.append(f"| {ARM_LABELS[arm]} | " + " | ".join(cells) + " |")
     n_eval = {r["n"] for a in arms.values() for d in a["eval"].values() for kk in d.values() for r in kk.values()}
     lines += ["", f"Held-out samples per evaluation: {', '.join(map(str, sorted(n_eval))) or '-'}.", ""]
+    lines += ["**When does a final policy crop?** Share of held-out episodes with a crop, where the overview missed "
+              "the asked event / where it already showed it (parallel dispatch; `by_overview` of each evaluation; in "
+              "brackets how many of the episodes the overview missed). A policy that gates its calls crops on misses "
+              "and skips on hits; one that dropped the tool skips both.", "",
+              "| arm | " + " | ".join(f"K = {k or 'card'}: missed / showed" for k in budgets) + " |",
+              "|---|" + "---|" * len(budgets)]  # fmt: skip
+
+    def gating_cell(summaries: list[dict[str, Any]]) -> str:
+        split = [x["by_overview"] for x in summaries if x.get("by_overview")]
+        if not split:
+            return "-"
+        rate = {w: _fmt(_stat([x[w]["tool_usage_rate"] for x in split if x.get(w, {}).get("n")])) for w in ("missed", "showed")}
+        missed = statistics.fmean(x.get("missed", {}).get("n", 0) / max(1, x.get("missed", {}).get("n", 0) + x.get("showed", {}).get("n", 0)) for x in split)
+        return f"{rate['missed']} / {rate['showed']} ({missed:.0%})"
+
+    if coldstart:
+        lines.append("| cold start (shared) | " + " | ".join(gating_cell([coldstart[str(k)]] if str(k) in coldstart else [])
+                                                          for k in budgets) + " |")  # fmt: skip
+    for arm in cfg.arms:
+        ev = arms.get(arm, {}).get("eval", {}).get("parallel", {})
+        lines.append(f"| {ARM_LABELS[arm]} | " + " | ".join(gating_cell(list(ev.get(str(k), {}).values())) for k in budgets) + " |")
+    lines.append("")
 
     lines += ["## Which of the paper's claims reproduced", "",
               "| the paper's claim | reward | paired difference (mean ± 95 % CI) | per seed | verdict |", "|---|---|---|---|---|"]  # fmt: skip

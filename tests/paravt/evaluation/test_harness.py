@@ -269,3 +269,36 @@ def test_one_ctrl_c_stops_the_evaluation_after_the_samples_in_flight(synth_small
     assert stopped < 1.5 + 3 * 0.4 * 3 + 5  # at most the two samples in flight after the signal
     again = evaluate(samples, lambda: make_baseline("detector"), tmp_path / "ev", EnvConfig(frame_budget=8), progress=False)
     assert again["n"] == len(samples)  # and the same --out resumes from what was kept
+
+
+def test_the_summary_splits_tool_use_by_whether_the_overview_showed_the_asked_event():
+    from paravt.evaluation.report import overview_split
+
+    def row(i, overview, calls, score, asked=None):
+        events = [{"start": 10.0, "end": 12.0, "label": "a", "asked": asked}, {"start": 50.0, "end": 52.0, "label": "b", "asked": None if asked is None else not asked}]  # fmt: skip
+        return {"id": str(i), "score": score, "tool_calls": calls, "error": None, "episode": {"overview": overview, "events": events}}
+
+    rows = [row(0, [11.0, 30.0], 0, 1.0), row(1, [5.0, 30.0], 3, 1.0), row(2, [5.0, 30.0], 0, 0.0),
+            row(3, [51.0], 2, 0.5, asked=True),  # shows an event, but not the asked one: a miss
+            {"id": "x", "score": 0.0, "tool_calls": 0, "error": "boom", "episode": None}]  # fmt: skip
+    split = overview_split(rows)
+    assert split["showed"] == {"n": 1, "accuracy": 1.0, "avg_tool_calls": 0.0, "tool_usage_rate": 0.0}
+    assert split["missed"]["n"] == 3 and split["missed"]["tool_usage_rate"] == pytest.approx(2 / 3)
+    assert overview_split([{"id": "r", "score": 1.0, "tool_calls": 0, "error": None, "episode": {"overview": [1.0], "events": []}}]) == {}
+
+
+def test_a_real_evaluation_splits_by_what_its_overview_frames_show(synth_small, tmp_path):
+    from paravt_env.video.sampling import overview_times
+
+    data, samples = synth_small
+    out = tmp_path / "eval"
+    assert main(["eval", "--policy", "detector", "--data", str(data), "--out", str(out), "--frame-budget", "4", "--no-progress"]) == 0
+    split = json.loads((out / "summary.json").read_text())["by_overview"]
+    rows = {r["id"]: r for r in read_results(out / "results.jsonl")}
+    shown = 0
+    for s in samples:
+        times = rows[s.id]["episode"]["overview"]
+        d = rows[s.id]["episode"]["duration"]  # each frame anywhere in its own segment (keyframes first)
+        assert times == pytest.approx(list(overview_times(d, 4)), abs=d / 8)
+        shown += any(e.start <= t < e.end for e in s.events for t in times)
+    assert split["showed"]["n"] == shown and split["showed"]["n"] + split["missed"]["n"] == len(samples)

@@ -43,7 +43,7 @@ def test_repro_smoke_gates_resumes_and_reports(tmp_path, monkeypatch, capsys):
     report = (out / "report.md").read_text()
     for part in ("(0) The shared cold start", "(A) Format", "(B) Tool use", "(C) Held-out accuracy", "(D) Dynamics",
                  "Which of the paper's claims", "| PARA-GRPO |", "| Vanilla GRPO |", "0.13", "K = 4, sequential",
-                 "K = 8, parallel", "| step 1 |"):  # fmt: skip
+                 "K = 8, parallel", "| step 1 |", "When does a final policy crop?"):  # fmt: skip
         assert part in report, part
     assert "one seed: no verdict" in report  # one seed: a difference, never a verdict
     assert (out / "report.png").read_bytes()[:4] == b"\x89PNG"
