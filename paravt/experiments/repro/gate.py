@@ -10,7 +10,8 @@ after the cold start and before any RL step, three checks on the held-out videos
 - **it sees the overview**: accuracy answering from a ``overview_budget``-frame overview alone (tool calls
   suppressed) minus the best constant answer's accuracy on the same videos is at least ``min_overview_lift``;
 - **it calls**: κ, executed crops per rollout, of the step-1 rollouts of each arm in ``arms`` (the rollouts RL
-  starts from, at the training temperature) is at least ``min_kappa``.
+  starts from, at the training temperature), averaged over the run's first ``kappa_seeds`` RL seeds (one
+  step is 8-16 rollouts), is at least ``min_kappa``.
 
 The figures go to ``OUT/coldstart/gate.json`` (reused on a rerun with the same gate) and into the report. A
 failed gate stops the run with ``GateFailed`` naming each failed check with its figure and threshold;
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,8 @@ class GateConfig:
     tool is a shortcut."""
     arms: tuple[str, ...] = ("vanilla_grpo", "para_grpo")
     """Arms whose step-1 rollouts are checked: the fixed K = 64 arm and the gated one."""
+    kappa_seeds: int = 3
+    """Step-1 batches per arm, one per RL seed of the run (its first ones): their κ is averaged."""
     limit: int | None = None
     """Held-out samples probed (None: all)."""
 
@@ -83,7 +87,12 @@ def measure(out: Path, cfg, gate: GateConfig, progress: bool = False) -> dict[st
     finally:
         del policy
     constant = best_constant_rate(samples)
-    step = {arm: step1(model, arm, cfg.seeds[0], cfg) for arm in gate.arms}
+    seeds = list(cfg.seeds[: gate.kappa_seeds])
+    step = {}
+    for arm in gate.arms:
+        rows = [step1(model, arm, seed, cfg) for seed in seeds]
+        step[arm] = {"kappa": statistics.fmean(r["kappa"] for r in rows),
+                     "compliance": statistics.fmean(r["compliance"] for r in rows), "per_seed": rows}  # fmt: skip
     acc, overview = probe["accuracy"], probe["tool_necessity"][f"K={gate.overview_budget}"]
     checks = [
         _check("sees a crop", "oracle-crop accuracy - grey-crop accuracy", acc["oracle"] - acc["grey"],
@@ -91,7 +100,8 @@ def measure(out: Path, cfg, gate: GateConfig, progress: bool = False) -> dict[st
         _check("sees the overview", f"K={gate.overview_budget} overview-only accuracy - best constant answer",
                overview - constant, gate.min_overview_lift, f"overview {overview:.3f}, constant {constant:.3f}"),
         *(_check(f"calls ({arm})", "κ of the step-1 rollouts", step[arm]["kappa"], gate.min_kappa,
-                 f"format compliance {step[arm]['compliance']:.3f}, seed {cfg.seeds[0]}") for arm in gate.arms),
+                 f"format compliance {step[arm]['compliance']:.3f}; seeds {', '.join(map(str, seeds))}: κ "
+                 + ", ".join(f"{r['kappa']:.2f}" for r in step[arm]["per_seed"])) for arm in gate.arms),
     ]  # fmt: skip
     return {
         "passed": all(c["passed"] for c in checks),
@@ -112,7 +122,7 @@ def _check(name: str, what: str, value: float, threshold: float, detail: str) ->
 def run_gate(out: Path, cfg, gate: GateConfig | None = None, *, enforce: bool = True,
              progress: bool = False) -> dict[str, Any]:  # fmt: skip
     """The gate's result for ``out``'s cold start: read from ``gate.json`` when it was measured with the same
-    ``gate`` and seed, else measured and saved. With ``enforce`` a failed gate raises ``GateFailed``; without,
+    ``gate`` and RL seeds, else measured and saved. With ``enforce`` a failed gate raises ``GateFailed``; without,
     it is logged as a warning."""
     gate = gate or GateConfig()
     path = gate_path(out)
@@ -122,11 +132,11 @@ def run_gate(out: Path, cfg, gate: GateConfig | None = None, *, enforce: bool = 
             saved = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             saved = {}
-        same = saved.get("gate") == json.loads(json.dumps(asdict(gate))) and saved.get("seed") == cfg.seeds[0]
+        same = saved.get("gate") == json.loads(json.dumps(asdict(gate))) and saved.get("seeds") == list(cfg.seeds[: gate.kappa_seeds])
         result = saved if same else None
     if result is None:
         logger.info("repro: probe gate on the cold start (%s)", path.parent / "coldstart" / "model")
-        result = {**measure(out, cfg, gate, progress), "seed": cfg.seeds[0]}
+        result = {**measure(out, cfg, gate, progress), "seeds": list(cfg.seeds[: gate.kappa_seeds])}
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         tmp.replace(path)

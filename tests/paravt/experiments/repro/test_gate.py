@@ -1,0 +1,53 @@
+"""paravt.experiments.repro.gate: the thresholds, the saved result and the message (the measuring itself runs
+end to end in test_report.py's smoke repro)."""
+
+import json
+from dataclasses import asdict
+
+import pytest
+
+from paravt.experiments.repro import gate as gate_module
+from paravt.experiments.repro.gate import GateConfig, GateFailed, best_constant_rate, gate_path, run_gate
+from paravt.experiments.repro.train import ReproConfig
+from paravt_env.data import VideoQASample
+
+
+def _result(passed: bool, gate: GateConfig, seeds=(0, 1, 2)) -> dict:
+    value = 0.5 if passed else 0.1
+    checks = [{"name": "sees a crop", "what": "oracle - grey", "value": value, "threshold": gate.min_crop_lift,
+               "passed": value >= gate.min_crop_lift, "detail": "oracle 0.6, grey 0.5"}]  # fmt: skip
+    return {"passed": passed, "checks": checks, "gate": json.loads(json.dumps(asdict(gate))), "seeds": list(seeds), "n": 40}
+
+
+def test_a_saved_gate_is_reused_only_for_the_same_thresholds_and_seeds(tmp_path, monkeypatch):
+    cfg, gate = ReproConfig(), GateConfig()
+    gate_path(tmp_path).parent.mkdir(parents=True)
+    gate_path(tmp_path).write_text(json.dumps(_result(True, gate)))
+    calls = []
+    monkeypatch.setattr(gate_module, "measure", lambda out, cfg, gate, progress: calls.append(gate) or _result(True, gate))
+    assert run_gate(tmp_path, cfg, gate)["passed"] and not calls
+    stricter = GateConfig(min_crop_lift=0.6)
+    run_gate(tmp_path, cfg, stricter)
+    assert calls == [stricter]  # other thresholds: measured again, and saved
+    assert json.loads(gate_path(tmp_path).read_text())["gate"]["min_crop_lift"] == 0.6
+    run_gate(tmp_path, ReproConfig(seeds=(5, 6, 7)), stricter)
+    assert len(calls) == 2  # other RL seeds: the step-1 κ is another measurement
+
+
+def test_a_failed_gate_stops_naming_each_failed_check_unless_told_to_go_on(tmp_path, caplog):
+    gate = GateConfig()
+    gate_path(tmp_path).parent.mkdir(parents=True)
+    gate_path(tmp_path).write_text(json.dumps(_result(False, gate)))
+    with pytest.raises(GateFailed, match=r"sees a crop: oracle - grey = 0\.100 < 0\.300 \(oracle 0\.6, grey 0\.5\)"):
+        run_gate(tmp_path, ReproConfig(), gate)
+    assert run_gate(tmp_path, ReproConfig(), gate, enforce=False)["passed"] is False
+    assert "--no-gate: going on" in caplog.text
+
+
+def test_the_constant_rate_is_the_best_single_answer():
+    def s(i, answer):
+        return VideoQASample(id=str(i), video_path="v.mp4", question="q", answer=answer, question_type="oe")
+
+    samples = [s(0, "red"), s(1, "red"), s(2, "blue"), s(3, "green")]
+    assert best_constant_rate(samples) == pytest.approx(0.5)
+    assert best_constant_rate([]) == 0.0
