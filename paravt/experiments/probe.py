@@ -15,7 +15,9 @@ next-token distribution moves when only the pixels change (total variation, and 
 log-probabilities next to their spread), over the whole response and at the answer's own tokens.
 
 The same checkpoint also answers from the overview alone (tool calls suppressed) at K=4 and K=64 frames: the
-**Tool Necessity Gap** (paper, Sec. 3) is ``K=64 - K=4``, and the oracle crops show what cropping can add.
+**Tool Necessity Gap** (paper, Sec. 3) is ``K=64 - K=4``, and the oracle crops show what cropping can add. A
+policy that checks before it answers writes no answer with its calls suppressed, so the same overviews are
+also answered with the answer forced after its own think block (``overview_forced``): what it saw.
 
 Answers are greedy; the final turn is generated with ``<tool_call>`` suppressed so that it is an answer.
 """
@@ -142,6 +144,23 @@ def _shift(base: torch.Tensor, other: torch.Tensor, positions: list[int]) -> dic
             "logprob_std": float(base[positions][torch.isfinite(base[positions])].std())}  # fmt: skip
 
 
+def _forced_answer(policy: HFPolicy, conv: list[Message], text: str, sample: VideoQASample) -> float:
+    """The answer's accuracy when the policy is made to answer from what it has been shown: its own turn
+    ``text`` kept up to the end of its think block (closed there if it was not: a turn that announced a
+    check crop stops before its call), then ``<answer>`` forced and the answer generated greedily. A turn
+    that already answered is scored as it is. This separates seeing from the habit of calling: with tool calls
+    merely suppressed, a policy that checks the overview before answering writes no answer at all."""
+    if "<answer>" in text:  # extract_answer falls back to the whole text: only a tagged answer is an answer here
+        return _correct(text, sample)
+    head = text.split("</think>")[0] if "</think>" in text else text.split("<tool_call>")[0]
+    if not head.lstrip().startswith("<think>"):
+        head = "<think>\n" + head
+    prompt = policy.render(conv, add_generation_prompt=True) + head.rstrip() + "</think>\n<answer>"
+    encoded = policy._encode_text(prompt, [im for m in conv for im in m.images])
+    [gen] = policy.generate_encoded([encoded], temperature=0.0, max_new_tokens=16, think_prefix=False)
+    return _correct("<answer>" + gen.text, sample)
+
+
 def _correct(text: str, sample: VideoQASample) -> float:
     """The reward's accuracy rule on the ``<answer>`` of ``text`` (token F1 for open-ended answers, as eval scores)."""
     return float(answer_accuracy(extract_answer(text), sample.answer, sample.question_type, "f1"))
@@ -196,19 +215,21 @@ def probe_perception(policy: HFPolicy, samples: Sequence[VideoQASample], cfg: Pr
                 bar.update(1)
         if bar:
             bar.close()
-        overview = {}
+        overview, forced = {}, {}
         for k in cfg.overview_budgets:
-            right = []
+            right, made = [], []
             for s in samples:
                 obs, info = env.reset(options={"sample": s, "frame_budget": k})
                 conv = observation_messages(obs, info)
                 with _no_tool_calls(policy):
                     [gen] = policy.generate_encoded([policy.encode(conv)], **greedy)
                 right.append(_correct(gen.text, s))
+                made.append(_forced_answer(policy, conv, gen.text, s))
             overview[f"K={k}"] = float(np.mean(right))
+            forced[f"K={k}"] = float(np.mean(made))
     finally:
         env.close()
-    return summarise(rows, overview, cfg)
+    return {**summarise(rows, overview, cfg), "overview_forced": forced}
 
 
 def sample_tool_use(policy: HFPolicy, samples: Sequence[VideoQASample], env: EnvConfig, *,
@@ -304,6 +325,9 @@ def to_markdown(summary: dict[str, Any]) -> str:
         + (f"; gap {tn['gap']:+.3f}" if "gap" in tn else "")
         + f"; with the oracle crop {tn['oracle_crops']:.3f}.",
     ]
+    if summary.get("overview_forced"):
+        lines += ["", "Answer forced after the policy's own think block, from the overview alone: "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in summary["overview_forced"].items()) + "."]  # fmt: skip
     if "sampling" in summary:
         t = summary["sampling"]
         lines += ["", f"Sampled episodes (temperature {t['temperature']:g}, {t['episodes']} episodes): κ {t['kappa']:.2f} "

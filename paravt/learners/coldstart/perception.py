@@ -57,6 +57,11 @@ class PerceptionConfig:
     """Frame counts of the overview examples, one drawn per video: include the largest budget the policy will
     answer from (a 64-frame overview shows each frame smaller in the sequence, and nothing taught the model
     to find a needle among 64 frames when it only ever saw 4-16)."""
+    overviews: int = 1
+    """Overview examples per video, each at a budget drawn from ``overview_budgets``. Telling whether one of 64
+    frames shows a 2-3 s needle is the hardest of these examples: one per video, a fifth of them at K = 64,
+    taught a cold start to name a colour at K = 64 whether the needle was there or not (issue 39's repro,
+    measured: 13 of 13 overviews that missed it)."""
     answers: bool = True
     """Also train the sample's question answered in ``<answer>`` tags on frames that show its events (see
     ``answer_example``)."""
@@ -109,7 +114,7 @@ def build_examples(policy: HFPolicy, samples: list[VideoQASample], cfg: Percepti
                    crop_max_frames: int, min_pixels: int, max_pixels: int, seed: int = 0,
                    progress: bool = False) -> list[PerceptionExample]:
     """Per video: a crop-like window holding the needle, one without it (when the video has room), and an
-    overview of ``cfg.overview_budgets`` frames (4, 8 or 16); every label read from the frames' true timestamps. With
+    ``cfg.overviews`` overviews of ``cfg.overview_budgets`` frames (one of 4, 8 or 16); every label read from the frames' true timestamps. With
     ``cfg.answers``, each of them that shows the sample's events also yields an answer example."""
     answers = cfg.answers
     rng = random.Random(seed)
@@ -135,11 +140,12 @@ def build_examples(policy: HFPolicy, samples: list[VideoQASample], cfg: Percepti
                                           target_sentence(sample, fr.timestamps, "crops")))  # fmt: skip
                 if answers:
                     out.append(answer_example(policy, sample, fr.images, fr.timestamps))
-            k = rng.choice(tuple(cfg.overview_budgets))  # a tuple, as always: the same draws for the default
-            ov = sample_overview(reader, k, min_pixels=min_pixels, max_pixels=max_pixels, cache=False)
-            out.append(encode_example(policy, ov.images, ov.timestamps, target_sentence(sample, ov.timestamps, "overview")))
-            if answers:
-                out.append(answer_example(policy, sample, ov.images, ov.timestamps))
+            for _ in range(cfg.overviews):
+                k = rng.choice(tuple(cfg.overview_budgets))  # a tuple, as always: the same draws for the default
+                ov = sample_overview(reader, k, min_pixels=min_pixels, max_pixels=max_pixels, cache=False)
+                out.append(encode_example(policy, ov.images, ov.timestamps, target_sentence(sample, ov.timestamps, "overview")))
+                if answers:
+                    out.append(answer_example(policy, sample, ov.images, ov.timestamps))
         finally:
             reader.close()
     return [ex for ex in out if ex is not None]

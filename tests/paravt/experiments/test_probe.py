@@ -122,3 +122,43 @@ def test_sampled_episodes_reach_their_second_turn(tiny_qwen3, probe_data):
     sampled = sample_tool_use(policy, samples, SMALL_ENV, max_new_tokens=8)
     assert sampled["episodes"] == len(samples) and sampled["kappa"] == 2.0 and sampled["answered"] == 1.0
     assert sampled["calling_turns"] == len(samples) and sampled["calls_per_calling_turn"] == 2.0
+
+
+def test_the_forced_overview_answer_reads_what_a_checking_policy_saw(tiny_qwen3, probe_data):
+    """A policy that names the colour, then announces a check crop, writes no answer with its calls suppressed;
+    forced to answer after its own think block it answers, and only that continuation is generated."""
+    from paravt.experiments.probe import _forced_answer
+    from paravt.learners.policies.base import Generation
+    from paravt.learners.policies.hf import HFPolicy
+    from paravt_env import VideoToolEnv
+    from paravt_env.messages import observation_messages
+
+    _, samples = probe_data
+    base = HFPolicy.from_pretrained(tiny_qwen3, max_pixels=4096)
+    s = samples[0]
+    seen: list[str] = []
+
+    class Forced(HFPolicy):
+        def __init__(self, answer: str) -> None:
+            self.__dict__.update(base.__dict__)
+            self.answer = answer
+
+        def generate_encoded(self, prompts, **overrides):
+            [p] = prompts
+            seen.append(self.tokenizer.decode(p.input_ids[-12:]))
+            assert overrides.get("think_prefix") is False  # the forced text is the whole prefix
+            return [Generation(text=f"{self.answer}</answer>", token_ids=[], logprobs=[])]
+
+    env = VideoToolEnv([s], SMALL_ENV)
+    obs, info = env.reset(options={"sample": s})
+    conv = observation_messages(obs, info)
+    checking = f"<think>\nThe overview shows a {s.answer} shape. I will inspect 1 window to check.</think>\n"
+    assert _forced_answer(Forced(s.answer), conv, checking, s) == 1.0
+    assert seen[-1].endswith("to check.</think>\n<answer>")
+    assert _forced_answer(Forced("nothing"), conv, checking, s) == 0.0
+    # an unclosed think is closed before the answer is forced; a turn that answered is scored as it is
+    _forced_answer(Forced(s.answer), conv, "<think>\nI will inspect", s)
+    assert seen[-1].endswith("I will inspect</think>\n<answer>")
+    n = len(seen)
+    assert _forced_answer(Forced("nothing"), conv, f"<think>x</think><answer>{s.answer}</answer>", s) == 1.0 and len(seen) == n
+    env.close()

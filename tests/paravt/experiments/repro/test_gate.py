@@ -16,7 +16,8 @@ def _result(passed: bool, gate: GateConfig, seeds=(0, 1, 2)) -> dict:
     value = 0.5 if passed else 0.1
     checks = [{"name": "sees a crop", "what": "oracle - grey", "value": value, "threshold": gate.min_crop_lift,
                "passed": value >= gate.min_crop_lift, "detail": "oracle 0.6, grey 0.5"}]  # fmt: skip
-    return {"passed": passed, "checks": checks, "gate": json.loads(json.dumps(asdict(gate))), "seeds": list(seeds), "n": 40}
+    return {"passed": passed, "checks": checks, "gate": json.loads(json.dumps(asdict(gate))), "seeds": list(seeds), "n": 40,
+            "version": gate_module.GATE_VERSION}
 
 
 def test_a_saved_gate_is_reused_only_for_the_same_thresholds_and_seeds(tmp_path, monkeypatch):
@@ -32,6 +33,9 @@ def test_a_saved_gate_is_reused_only_for_the_same_thresholds_and_seeds(tmp_path,
     assert json.loads(gate_path(tmp_path).read_text())["gate"]["min_crop_lift"] == 0.6
     run_gate(tmp_path, ReproConfig(seeds=(5, 6, 7)), stricter)
     assert len(calls) == 2  # other RL seeds: the step-1 κ is another measurement
+    monkeypatch.setattr(gate_module, "GATE_VERSION", gate_module.GATE_VERSION + 1)
+    run_gate(tmp_path, ReproConfig(seeds=(5, 6, 7)), stricter)
+    assert len(calls) == 3  # figures measured another way are measured again
 
 
 def test_a_failed_gate_stops_naming_each_failed_check_unless_told_to_go_on(tmp_path, caplog):
