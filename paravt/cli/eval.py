@@ -90,6 +90,13 @@ def add_eval_options(p: argparse.ArgumentParser, *, single: bool) -> None:
     p.add_argument(
         "--max-new-tokens", type=int, default=2048, help="model policies: tokens per turn (default 2048)"
     )
+    if single:  # the suite runs the paper's greedy protocol
+        p.add_argument("--temperature", type=float, default=0.0,
+                       help="model policies: sampling temperature (default 0: greedy, the paper's eval protocol; e.g. "
+                            "0.7, the release's RL rollouts)")
+        p.add_argument("--seed", type=int, default=0,
+                       help="with --temperature > 0: each episode is sampled from this seed and its sample's id, so "
+                            "a resumed run draws the same episodes (default 0)")
     add_threads_argument(p)
     p.add_argument("--no-progress", action="store_true")
 
@@ -120,7 +127,7 @@ def threads_for(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from paravt.evaluation.harness import OPTION_KEYS, eval_options, evaluate
+    from paravt.evaluation.harness import OPTION_KEYS, eval_options, evaluate, sampling_config
     from paravt.evaluation.policies import make_agent_factory, preflight
     from paravt.evaluation.report import to_markdown
 
@@ -137,9 +144,12 @@ def run(args: argparse.Namespace) -> int:
     options = eval_options(args.policy, args.dispatch, protocol=args.protocol, subtitles=args.subtitles,
                            video_channel=args.video_channel, **{k: getattr(args, k) for k in OPTION_KEYS})  # fmt: skip
     preflight(args.policy)  # a server that is not up fails the run now, not every sample
-    factory, subagent = make_agent_factory(
-        args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result, protocol=args.protocol
-    )
+    factory, subagent = make_agent_factory(args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result,
+                                           protocol=args.protocol, temperature=args.temperature)  # fmt: skip
+    sampled = args.temperature > 0
+    if sampled and args.concurrency > 1 and args.policy.startswith("hf:"):
+        raise ValueError("--temperature with --concurrency > 1: episodes in flight at once would share torch's random "
+                         "generator, so the run could not be reproduced or resumed; use --concurrency 1")  # fmt: skip
     summary = evaluate(
         samples,
         factory,
@@ -147,8 +157,9 @@ def run(args: argparse.Namespace) -> int:
         options,
         concurrency=args.concurrency,
         progress=not args.no_progress,
-        run_config={"policy": args.policy, "data": str(args.data)},
+        run_config={"policy": args.policy, "data": str(args.data), **sampling_config(args.temperature, args.seed)},
         subagent=subagent,
+        seed=args.seed if sampled else None,
     )
     print(to_markdown(summary, f"Evaluation: {args.policy} on {args.data}"), file=sys.stdout)
     if summary["n"] and summary["errors"] == summary["n"]:  # nothing was scored: not a result, whatever the table says

@@ -102,9 +102,10 @@ def eval_options(policy: str, dispatch: str = "parallel", *, protocol: str = "pa
 
 def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *, dispatch: str = "parallel",
                         limit: int | None = None, frame_budget: int | None = None, max_new_tokens: int = 2048,
-                        progress: bool = True) -> dict[str, Any]:  # fmt: skip
-    """``paravt eval --policy hf:MODEL --data DATA --out OUT [--dispatch D] [--frame-budget K]``: a checkpoint
-    trained here, every other option from its policy card; every sample asked for counts in ``n``."""
+                        progress: bool = True, temperature: float = 0.0, seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """``paravt eval --policy hf:MODEL --data DATA --out OUT [--dispatch D] [--frame-budget K] [--temperature T
+    --seed S]``: a checkpoint trained here, every other option from its policy card; every sample asked for
+    counts in ``n``."""
     from paravt.evaluation.policies import make_agent_factory
     from paravt_env import load_samples
 
@@ -113,9 +114,31 @@ def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *,
     protocol = policy_card(spec).get("env", {}).get("protocol", "paravt")
     options = eval_options(spec, dispatch, protocol=protocol, frame_budget=frame_budget)
     samples = load_samples(data, strict=False, keep_missing=True)[: limit or None]
-    factory, subagent = make_agent_factory(spec, max_new_tokens=max_new_tokens, tool_result=options.tool_result)
+    factory, subagent = make_agent_factory(spec, max_new_tokens=max_new_tokens, tool_result=options.tool_result,
+                                           temperature=temperature)  # fmt: skip
     return evaluate(samples, factory, out, options, progress=progress, subagent=subagent,
-                    run_config={"policy": spec, "data": str(data)})  # fmt: skip
+                    run_config={"policy": spec, "data": str(data), **sampling_config(temperature, seed)},
+                    seed=seed if temperature > 0 else None)  # fmt: skip
+
+
+def sampling_config(temperature: float, seed: int) -> dict[str, Any]:
+    """What a sampled evaluation adds to its ``eval_config.json`` (nothing for greedy decoding, so greedy
+    evaluations made before sampling existed resume as they were)."""
+    return {"temperature": float(temperature), "seed": int(seed)} if temperature > 0 else {}
+
+
+def seed_episode(sample_id: str, seed: int) -> None:
+    """Seed the sampling of one episode from the run's ``seed`` and the sample's id, so that a sampled evaluation
+    draws the same episode for a sample however the run was interrupted and resumed (with concurrency 1:
+    episodes in flight at once share torch's generator)."""
+    import hashlib
+    import random
+    import sys
+
+    value = int.from_bytes(hashlib.sha256(f"paravt-eval|{seed}|{sample_id}".encode()).digest()[:8], "big")
+    random.seed(value)
+    if "torch" in sys.modules:  # a model policy samples with torch's global generator
+        sys.modules["torch"].manual_seed(value)
 
 
 def evaluate(
@@ -128,9 +151,11 @@ def evaluate(
     progress: bool = True,
     run_config: dict[str, Any] | None = None,
     subagent: Any = None,
+    seed: int | None = None,
 ) -> dict[str, Any]:
     """Run every sample not yet in ``out/results.jsonl``; write the summary, report and chart; return the summary.
-    ``subagent`` answers the crops of a sub-agent mode (``options.tool_result="subagent"``)."""
+    ``subagent`` answers the crops of a sub-agent mode (``options.tool_result="subagent"``). ``seed``: each
+    episode's sampling is seeded from it and the sample's id (``seed_episode``; sampled policies)."""
     options = options or EnvConfig()
     if subagent is not None:
         options = replace(options, subagent=subagent)
@@ -140,11 +165,11 @@ def evaluate(
     out.mkdir(parents=True, exist_ok=True)
     with exclusive_lock(out):
         return _evaluate(samples, make_agent, out, options, concurrency=concurrency, progress=progress,
-                         run_config=run_config)  # fmt: skip
+                         run_config=run_config, seed=seed)  # fmt: skip
 
 
 def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency: int, progress: bool,
-              run_config: dict[str, Any] | None) -> dict[str, Any]:  # fmt: skip
+              run_config: dict[str, Any] | None, seed: int | None = None) -> dict[str, Any]:  # fmt: skip
     check_config(out, {**(run_config or {}), **eval_settings(config)})
     release = episode_of(config).release
     # Rows that failed for a transient reason (server down, timeout) are run again; the rest are kept.
@@ -173,6 +198,8 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
             agent = make_agent()
             if not settings:
                 settings.update(policy_settings(agent))
+            if seed is not None:
+                seed_episode(sample.id, seed)
             ep = play_episode(env_for_thread(), agent, options={"sample": sample})
             if release:  # the release's scoring of its final response
                 score, prediction, answer, correct, extra = release_result(sample, ep.final_info)

@@ -302,3 +302,37 @@ def test_a_real_evaluation_splits_by_what_its_overview_frames_show(synth_small, 
         assert times == pytest.approx(list(overview_times(d, 4)), abs=d / 8)
         shown += any(e.start <= t < e.end for e in s.events for t in times)
     assert split["showed"]["n"] == shown and split["showed"]["n"] + split["missed"]["n"] == len(samples)
+
+
+def test_a_sampled_evaluation_draws_the_same_episodes_when_rerun_or_resumed(synth_small, tiny_qwen3, tmp_path, capsys):
+    """``paravt eval --temperature T --seed S``: each episode is seeded from the seed and its sample's id, so a
+    second run, and a run resumed after losing its last rows, write the same episodes; the settings are part of
+    the run's config (a greedy directory is not resumed with sampling)."""
+    data, _ = synth_small
+    base = ["eval", "--policy", f"hf:{tiny_qwen3}", "--data", str(data), "--limit", "3", "--frame-budget", "2",
+            "--max-new-tokens", "12", "--no-progress"]  # fmt: skip
+
+    def texts(out):
+        return {r["id"]: [t["text"] for t in r["episode"]["turns"]] for r in read_results(out / "results.jsonl")}
+
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    assert main([*base, "--out", str(a), "--temperature", "1.0", "--seed", "3"]) == 0
+    assert main([*base, "--out", str(b), "--temperature", "1.0", "--seed", "3"]) == 0
+    assert texts(a) == texts(b)
+    lines = (b / "results.jsonl").read_text().splitlines()
+    (b / "results.jsonl").write_text("\n".join(lines[:1]) + "\n")  # interrupted after its first episode
+    assert main([*base, "--out", str(b), "--temperature", "1.0", "--seed", "3"]) == 0
+    assert texts(b) == texts(a)
+    assert main([*base, "--out", str(c), "--temperature", "1.0", "--seed", "4"]) == 0
+    assert texts(c) != texts(a)  # another seed, other draws (12 sampled tokens a turn from a random model)
+    config = json.loads((a / "eval_config.json").read_text())
+    assert config["temperature"] == 1.0 and config["seed"] == 3
+    greedy = tmp_path / "greedy"
+    assert main([*base, "--out", str(greedy)]) == 0
+    assert "temperature" not in json.loads((greedy / "eval_config.json").read_text())
+    capsys.readouterr()
+    assert main([*base, "--out", str(greedy), "--temperature", "1.0"]) == 1
+    assert "temperature" in capsys.readouterr().err
+    assert main([*base, "--out", str(tmp_path / "d"), "--temperature", "-1"]) == 1
+    assert main(["eval", "--policy", "detector", "--data", str(data), "--out", str(tmp_path / "e"), "--temperature", "0.7"]) == 1
+    assert "does not sample" in capsys.readouterr().err
