@@ -68,15 +68,29 @@ def evaluate_run(run: Path, heldout: Path, cfg: ReproConfig, progress: bool = Fa
     """An arm's final policy at every K of ``cfg.eval_frame_budgets`` with every dispatch (each resumes)."""
     for k in eval_budgets(cfg):
         for d in cfg.dispatch:
-            evaluate_checkpoint(run / "checkpoint" / "model", heldout, eval_dir(run, d, k), dispatch=d,
-                                limit=cfg.eval_limit, frame_budget=k, max_new_tokens=256, progress=progress)  # fmt: skip
+            _evaluate(run / "checkpoint" / "model", heldout, eval_dir(run, d, k), cfg, dispatch=d, frame_budget=k,
+                      progress=progress)  # fmt: skip
 
 
 def evaluate_coldstart(out: Path, cfg: ReproConfig, progress: bool = False) -> None:
     """The shared cold start itself at every K, parallel dispatch: the row every arm starts from."""
     for k in eval_budgets(cfg):
-        evaluate_checkpoint(coldstart_model(out), out / "coldstart" / "heldout", eval_dir(out / "coldstart", "parallel", k),
-                            limit=cfg.eval_limit, frame_budget=k, max_new_tokens=256, progress=progress)  # fmt: skip
+        _evaluate(coldstart_model(out), out / "coldstart" / "heldout", eval_dir(out / "coldstart", "parallel", k), cfg,
+                  frame_budget=k, progress=progress)  # fmt: skip
+
+
+def _evaluate(model: Path, heldout: Path, target: Path, cfg: ReproConfig, **kwargs: Any) -> None:
+    """One evaluation, skipped when ``target`` already holds a finished summary of every sample asked for (a
+    run directory carried over as ``docs/repro/`` keeps it, without the weights that would be loaded to resume)."""
+    summary = target / "summary.json"
+    if summary.is_file():
+        from paravt_env import load_samples
+
+        done = json.loads(summary.read_text(encoding="utf-8"))
+        asked = len(load_samples(heldout, strict=False, keep_missing=True)[: cfg.eval_limit or None])
+        if done.get("n") == asked and not any(f.get("transient") for f in done.get("failed", [])):
+            return
+    evaluate_checkpoint(model, heldout, target, limit=cfg.eval_limit, max_new_tokens=256, **kwargs)
 
 
 # --- aggregation --------------------------------------------------------------------------------------------

@@ -129,11 +129,14 @@ def run_coldstart(cfg: ReproConfig, out: Path, progress: bool = True) -> Path:
     from paravt.learners.trainer import Trainer
 
     target = coldstart_model(out)
-    if (target / "paravt.json").is_file():
-        return target
     run = Path(out) / "coldstart"
     base = base_config(cfg)
     base.steps = 0
+    if (target / "paravt.json").is_file():
+        # a run carried to another machine without its videos (docs/repro/ keeps the weights, not the videos)
+        # gets its held-out split again: the same seed draws the same videos
+        write_heldout(base, run)
+        return target
     # an interrupted cold start resumes from what it saved (RUN/coldstart/partial), as `paravt train --resume`
     trainer = Trainer(base, run, progress=progress, resume=run.exists())
     try:

@@ -64,6 +64,22 @@ def test_repro_smoke_gates_resumes_and_reports(tmp_path, monkeypatch, capsys):
     assert main(["repro", "--out", str(out), "--report-only"]) == 0
     assert "| cold start (shared) |" in (out / "report.md").read_text()
     assert main(["repro", "--out", str(tmp_path / "none"), "--report-only"]) == 1
+    # carried to another machine as docs/repro/ keeps it (summaries, states, the cold start's weights; no arm
+    # weights, no videos): the same command finds every run finished and evaluated, and reports it again
+    kit = tmp_path / "kit"
+    for f in out.rglob("*"):
+        rel = f.relative_to(out)
+        weights = "model" in rel.parts and rel.parts[:3] != ("coldstart", "coldstart", "model")
+        keep = rel.parts[:3] == ("coldstart", "coldstart", "model") or (not weights and rel.name in (
+            "summary.json", "state.json", "config.json", "metrics.jsonl", "gate.json", "repro.json"))  # fmt: skip
+        if f.is_file() and keep and "heldout" not in rel.parts:
+            (kit / rel).parent.mkdir(parents=True, exist_ok=True)
+            (kit / rel).write_bytes(f.read_bytes())
+    assert not (kit / "arms" / "para_grpo" / "seed0" / "checkpoint" / "model").exists()
+    assert main(args[:2] + [str(kit)] + args[3:]) == 0
+    assert (kit / "coldstart" / "heldout" / "samples.jsonl").is_file()  # drawn again from its seed
+    carried = (kit / "report.md").read_text()
+    assert carried.split("## (0)")[1] == (out / "report.md").read_text().split("## (0)")[1]
 
 
 def test_a_claim_is_a_paired_difference_over_seeds_with_its_interval():
