@@ -266,6 +266,8 @@ def write_report(out: Path, cfg: ReproConfig, coldstart: dict[str, Any] | None =
         g = json.loads(gate.read_text())
         lines += [f"## (0) The shared cold start: probe gate ({'passed' if g['passed'] else '**failed**'}, {g['n']} "
                   f"held-out videos)", "", gate_table(g)]  # fmt: skip
+        if not g["passed"] and not cfg.gate:
+            lines += ["The arms below were trained with `--no-gate`: read them knowing which check failed.", ""]
 
     def table(title: str, keys: list[tuple[str, str]]):
         head = "| arm | " + " | ".join(f"{label} (ours) | paper" for _, label in keys) + " |"

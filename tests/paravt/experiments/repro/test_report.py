@@ -41,6 +41,7 @@ def test_repro_smoke_gates_resumes_and_reports(tmp_path, monkeypatch, capsys):
                 summary = json.loads((run / f"eval_{d}_k{k}" / "summary.json").read_text())
                 assert summary["n"] == 2
     report = (out / "report.md").read_text()
+    assert "trained with `--no-gate`" in report
     for part in ("(0) The shared cold start", "(A) Format", "(B) Tool use", "(C) Held-out accuracy", "(D) Dynamics",
                  "Which of the paper's claims", "| PARA-GRPO |", "| Vanilla GRPO |", "0.13", "K = 4, sequential",
                  "K = 8, parallel", "| step 1 |", "When does a final policy crop?"):  # fmt: skip
