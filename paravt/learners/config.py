@@ -166,6 +166,13 @@ class SFTConfig:
     the crop frames' spacing (``paravt.learners.coldstart.teacher.recrop_turn``), instead of answering. A 2-3 s
     event falls between the frames of a 60 s crop of 16 frames (one round showed it in 35 of 40 long videos,
     two rounds in 40 of 40: issue 39)."""
+    coverage: str = "widen"
+    """How the teacher covers a video that needs more than ``env.max_parallel`` windows of ``window`` seconds.
+    "widen": one round of ``max_parallel`` wider windows, whose bounds are the duration's fractions (the
+    repro's long videos, one round). "continue": the first ``max_parallel`` windows, then, where they show no
+    needle, the next ones in the next turn (``teacher.continue_turn``): every bound is a multiple of
+    ``window`` whatever the duration, so a policy that learnt them crops videos longer than it trained on
+    (issue 39: trained on 30-90 s with "widen", the main job's policy wrote "I will inspect 0." on 135-180 s)."""
     guess_after_miss: bool = False
     """Where the last crops still show no needle, the teacher says so and guesses one of the answers the question
     kind has in the data (as the tool-shy teacher guesses), instead of dropping the episode (``TeacherMiss``,
@@ -356,6 +363,8 @@ def check_counts(cfg: TrainConfig) -> None:
         raise ValueError(f"recipe key log.rollouts_per_step must be -1 (all), 0 (none) or more, got {cfg.log.rollouts_per_step}")
     if not 0.0 <= cfg.sft.check_rate <= 1.0:
         raise ValueError(f"recipe key sft.check_rate must lie in [0, 1], got {cfg.sft.check_rate}")
+    if cfg.sft.coverage not in ("widen", "continue"):
+        raise ValueError(f"recipe key sft.coverage must be 'widen' or 'continue', got {cfg.sft.coverage!r}")
     for key, value in (("rollout.batch_tokens", cfg.rollout.batch_tokens), ("optim.micro_batch_tokens", cfg.optim.micro_batch_tokens)):
         if value is not None and value < 1:
             raise ValueError(f"recipe key {key} must be at least 1 (or null: no cap), got {value}")

@@ -66,6 +66,7 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
     save_every_s = cfg.sft.save_every_s if save_every_s is None else save_every_s
     env = VideoToolEnv(samples, teacher_env_config(cfg))
     rng = random.Random(f"teacher:{cfg.seed}")
+    widen = cfg.sft.coverage == "widen"
     out: list[Trajectory] = []
     missed = begin = 0
     for shard in store.teacher_shards() if store is not None else []:
@@ -105,10 +106,11 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
                 if t == 0:
                     return first_turn(sample, obs["timestamps"], duration, window=cfg.sft.window,
                                       max_calls=cfg.env.max_parallel, guess=guess, check=check,
-                                      check_window=check_window)  # fmt: skip
-                last = not cfg.sft.recrop or t + 1 >= cfg.env.max_turns  # a turn must be left for the answer
+                                      check_window=check_window, widen=widen)  # fmt: skip
+                last = t + 1 >= cfg.env.max_turns  # a turn must be left for the answer
                 return crop_turn(sample, obs["timestamps"], duration, window=cfg.sft.window,
-                                 max_calls=cfg.env.max_parallel, last=last, guess=late_guess)  # fmt: skip
+                                 max_calls=cfg.env.max_parallel, last=last, guess=late_guess,
+                                 recrop=cfg.sft.recrop, widen=widen)  # fmt: skip
 
             try:
                 tr = run_scripted_episode(env, policy, turn, options={"sample": sample, "frame_budget": k})

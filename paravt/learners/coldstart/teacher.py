@@ -53,13 +53,25 @@ def visible_events(sample: VideoQASample, timestamps: Sequence[float]) -> list:
     return [e for e in sample.events if times.size and bool(np.any((times >= e.start) & (times < e.end)))]
 
 
-def coverage_windows(duration: float, window: float, max_calls: int) -> list[tuple[float, float]]:
-    """Consecutive windows of ``window`` seconds from 0 that cover ``duration`` (the last one may overrun the
-    end: the env clamps it), at most ``max_calls`` (then each is widened to share the video equally)."""
-    n = max(1, math.ceil(duration / window - 1e-9))
+def coverage_windows(duration: float, window: float, max_calls: int, *, start: float = 0.0,
+                     widen: bool = True) -> list[tuple[float, float]]:  # fmt: skip
+    """Consecutive windows of ``window`` seconds from ``start`` towards ``duration`` (the last one may overrun
+    the end: the env clamps it), at most ``max_calls``. Where more are needed, ``widen`` widens each to share
+    the video equally (one round covers it all, in windows whose bounds depend on the duration); otherwise the
+    round covers the first ``max_calls`` windows and ``continue_turn`` goes on from there."""
+    n = max(1, math.ceil((duration - start) / window - 1e-9))
     if n > max_calls:
-        n, window = max_calls, math.ceil(duration / max_calls)
-    return [(i * window, (i + 1) * window) for i in range(n)]
+        if widen:
+            n, window = max_calls, math.ceil((duration - start) / max_calls)
+        else:
+            n = max_calls
+    return [(start + i * window, start + (i + 1) * window) for i in range(n)]
+
+
+def covered_until(crop_times: Sequence[float], window: float) -> float:
+    """Where the fixed ``window`` grid that the crop frames ``crop_times`` came from ends: the boundary after
+    the latest frame (the frames of a crop lie inside its window)."""
+    return window * math.ceil(max(crop_times) / window + 1e-9) if len(crop_times) else 0.0
 
 
 def describe(event) -> str:
@@ -76,9 +88,10 @@ def answer_turn(sample: VideoQASample, seen: list, where: str) -> str:
 
 def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration: float, *, window: float,
                max_calls: int, needed: int = 1, guess: str | None = None, check: bool = False,
-               check_window: float | None = None) -> str:
+               check_window: float | None = None, widen: bool = True) -> str:
     """Answer from the overview when it shows the needle(s) the question needs (or, with ``check``, crop around
-    it first), else crop in parallel (or, given a ``guess``, answer it without cropping)."""
+    it first), else crop in parallel (or, given a ``guess``, answer it without cropping); ``widen`` as in
+    ``coverage_windows``."""
     seen = visible_events(sample, overview_times)
     if len(seen) >= needed:
         if check:
@@ -86,7 +99,7 @@ def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration:
         return answer_turn(sample, seen, "overview")
     if guess is not None:
         return guess_turn(guess)
-    windows = coverage_windows(duration, window, max_calls)
+    windows = coverage_windows(duration, window, max_calls, widen=widen)
     calls = "\n".join(format_tool_call(a, b) for a, b in windows)
     return (f"{THINK_PREFIX}The overview shows no coloured shape. I will inspect {len(windows)} windows in "
             f"parallel.</think>\n{calls}")  # fmt: skip
@@ -142,6 +155,15 @@ def recrop_turn(crop_times: Sequence[float], duration: float, *, window: float, 
     return f"{THINK_PREFIX}{RECROP_TEXT} {len(windows)} more windows in parallel.</think>\n{calls}"
 
 
+def continue_turn(start: float, duration: float, *, window: float, max_calls: int) -> str:
+    """The next round of a coverage that did not fit in one (``SFTConfig.coverage`` "continue"): the same
+    fixed windows, from where the last round ended. Its bounds are the same on every video long enough to
+    need them, so a policy that learnt them on 100-170 s videos writes them on a 200 s one too."""
+    windows = coverage_windows(duration, window, max_calls, start=start, widen=False)
+    calls = "\n".join(format_tool_call(a, b) for a, b in windows)
+    return f"{THINK_PREFIX}{RECROP_TEXT} {len(windows)} more windows in parallel.</think>\n{calls}"
+
+
 def final_turn(sample: VideoQASample, crop_times: Sequence[float], needed: int = 1, *,
                guess: str | None = None) -> str:  # fmt: skip
     """The answer read off the crop frames that show the needle(s); where they show none, ``guess`` answered
@@ -155,9 +177,17 @@ def final_turn(sample: VideoQASample, crop_times: Sequence[float], needed: int =
 
 
 def crop_turn(sample: VideoQASample, crop_times: Sequence[float], duration: float, *, window: float,
-              max_calls: int, last: bool, needed: int = 1, guess: str | None = None) -> str:  # fmt: skip
+              max_calls: int, last: bool, needed: int = 1, guess: str | None = None, recrop: bool = True,
+              widen: bool = True) -> str:  # fmt: skip
     """The teacher's turn after crops: the answer when they show the needle(s) or when this is the episode's
-    last turn (``final_turn``), else a second round of crops (``recrop_turn``)."""
+    last turn (``final_turn``); else, without ``widen``, the rest of the video while some is left
+    (``continue_turn``); else, with ``recrop``, a second round of shifted crops (``recrop_turn``)."""
     if last or len(visible_events(sample, crop_times)) >= needed:
         return final_turn(sample, crop_times, needed, guess=guess)
-    return recrop_turn(crop_times, duration, window=window, max_calls=max_calls)
+    if not widen:
+        start = covered_until(crop_times, window)
+        if start < duration - 1e-6:
+            return continue_turn(start, duration, window=window, max_calls=max_calls)
+    if recrop:
+        return recrop_turn(crop_times, duration, window=window, max_calls=max_calls)
+    return final_turn(sample, crop_times, needed, guess=guess)

@@ -162,3 +162,78 @@ def test_the_teacher_store_saves_as_often_as_sft_save_every_s_says(synth_small, 
     store = ColdStartStore(tmp_path)
     teacher_episodes(HFPolicy.from_pretrained(tiny_qwen3), list(synth_small[1]), cfg, store=store)
     assert len(store.teacher_shards()) == shards and store.teacher_shards()[-1]["end"] == 3
+
+
+def test_continued_coverage_writes_the_same_bounds_whatever_the_duration():
+    """``sft.coverage: continue``: a round holds the first ``max_parallel`` fixed windows, the next turn goes on
+    from where it ended. A 2 s event at 151 s of a 170 s video: round one (0-100) misses it, round two crops
+    100-180 and answers; a 200 s video gets the same second-round bounds, and a 90 s video whose round missed
+    has nothing left to cover (without ``recrop`` the miss is final)."""
+    from paravt.learners.coldstart.teacher import covered_until
+
+    assert coverage_windows(150.0, 20.0, 5, widen=False) == [(0, 20), (20, 40), (40, 60), (60, 80), (80, 100)]
+    assert coverage_windows(150.0, 20.0, 5, start=100.0, widen=False) == [(100, 120), (120, 140), (140, 160)]
+    assert covered_until(_crop_times(coverage_windows(150.0, 20.0, 5, widen=False), 8), 20.0) == 100.0
+    ev = Event(start=151.0, end=153.0, label="red star", attributes={"colour": "red"})
+
+    def rounds(duration: float) -> list[list[tuple[float, float]]]:
+        s = VideoQASample(id="c", video_path="v.mp4", question="q", answer="red", question_type="oe",
+                          duration=duration, events=[ev])  # fmt: skip
+        first = parse_response(first_turn(s, [10.0, 90.0], duration, window=20.0, max_calls=5, widen=False))
+        calls = [[(c.start_time, c.end_time) for c in first.valid_tool_calls]]
+        second = crop_turn(s, _crop_times(calls[0], 8), duration, window=20.0, max_calls=5, last=False,
+                           recrop=False, widen=False)  # fmt: skip
+        parsed = parse_response(second)
+        assert RECROP_TEXT in second and parsed.answer is None and not parsed.problems
+        calls.append([(c.start_time, c.end_time) for c in parsed.valid_tool_calls])
+        end = crop_turn(s, _crop_times(calls[1], 8), duration, window=20.0, max_calls=5, last=True, widen=False)
+        assert parse_response(end).answer == "red"
+        return calls
+
+    r170, r200 = rounds(170.0), rounds(200.0)
+    assert r170[0] == r200[0] == [(0, 20), (20, 40), (40, 60), (60, 80), (80, 100)]
+    assert r170[1] == [(100, 120), (120, 140), (140, 160), (160, 180)] and r200[1] == r170[1] + [(180, 200)]
+    # the widened coverage of the same videos: bounds that are fractions of each duration
+    assert coverage_windows(170.0, 20.0, 5) != coverage_windows(200.0, 20.0, 5)
+    short = VideoQASample(id="s", video_path="v.mp4", question="q", answer="red", question_type="oe", duration=90.0,
+                          events=[Event(start=41.0, end=43.0, label="red star", attributes={"colour": "red"})])  # fmt: skip
+    missed = _crop_times([(0, 20), (20, 40), (40, 60), (60, 80), (80, 100)], 2)
+    assert not visible_events(short, missed)
+    with pytest.raises(TeacherMiss):
+        crop_turn(short, missed, 90.0, window=20.0, max_calls=5, last=False, recrop=False, widen=False)
+
+
+@pytest.fixture(scope="module")
+def long_needles(tmp_path_factory):
+    """Six real 110-150 s videos of the main job's task (one needle, colour questions)."""
+    from paravt_env.data.synth_plan import SynthConfig
+    from paravt_env.data.synthetic import generate_dataset
+
+    cfg = SynthConfig(n=6, seed=14, min_duration=110, max_duration=150, size=112, min_events=1, max_events=1, distractors=0,
+                      question_kinds=("oe_colour",), min_event_seconds=2, max_event_seconds=4, event_scale_min=0.6,
+                      event_scale_max=0.85)  # fmt: skip
+    return generate_dataset(tmp_path_factory.mktemp("long_needles"), cfg, progress=False)
+
+
+def test_the_main_job_teacher_continues_its_coverage_on_long_videos(long_needles, tiny_qwen3):
+    """The tiny_cpu teacher (``coverage: continue``) through the real env on real 110-150 s videos, always
+    cropping on a K = 4 overview: every call bound is a multiple of the window, whatever the duration; where
+    the first round (0-100 s) missed, the next turn starts at 100 s and the episode ends in an answer."""
+    pytest.importorskip("torch")
+    from paravt.learners.coldstart.pipeline import teacher_episodes
+    from paravt.learners.config import load_recipe
+    from paravt.learners.policies.hf import HFPolicy
+
+    policy = HFPolicy.from_pretrained(tiny_qwen3)
+    cfg = load_recipe("tiny_cpu", ["sft.episodes=16", "sft.frame_budgets=[4]", "env.frame_budget=4",
+                                   "sft.crop_rate=1.0"])  # fmt: skip
+    assert cfg.sft.coverage == "continue"
+    episodes, dropped = teacher_episodes(policy, list(long_needles), cfg)
+    assert len(episodes) + dropped == 16
+    bounds = [(c.start_time, c.end_time) for t in episodes for x in t.turn_texts for c in parse_response(x).valid_tool_calls]
+    assert bounds and all(a % 20 == 0 and b % 20 == 0 for a, b in bounds)
+    continued = [t for t in episodes if len(t.turn_texts) > 2 and parse_response(t.turn_texts[1]).valid_tool_calls]
+    assert continued, "no long video needed a second round: the test shows nothing"
+    for t in continued:
+        assert parse_response(t.turn_texts[1]).valid_tool_calls[0].start_time == 100.0
+        assert parse_response(t.turn_texts[-1]).answer
