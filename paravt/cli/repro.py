@@ -110,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
         # before the arms: every partial report has the row they start from
         timed("cold start's evaluation", evaluate_coldstart, out, cfg, progress)
         if args.jobs == 1:
-            timed("arms, trained and evaluated", lambda: run_training(cfg, out, progress=progress, on_arm=after_arm))
+            timed("arms, trained and evaluated",
+                  lambda: run_training(cfg, out, progress=progress, on_arm=after_arm, prepared=True))
         else:
             timed("arms, trained and evaluated", run_parallel, cfg, out, args.jobs, progress,
                   lambda: write_report(out, cfg, coldstart_summary(out, cfg), wall), args.threads)
@@ -123,12 +124,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_parallel(cfg, out: Path, jobs: int, progress: bool, report, threads: int | None = None) -> None:
-    """The shared cold start here, then every (arm, seed) run and its evaluations in ``jobs`` worker processes
-    (``paravt.experiments.repro.jobs``), seeds outermost as in the sequential order; the partial report after each."""
+    """After ``prepare`` (the shared cold start and its gate, run once by the caller), every (arm, seed) run and
+    its evaluations in ``jobs`` worker processes (``paravt.experiments.repro.jobs``), seeds outermost as in the
+    sequential order; the partial report after each."""
     from paravt.experiments.repro.jobs import run_jobs
-    from paravt.experiments.repro.train import prepare
 
-    prepare(cfg, out, progress)
     tasks = [((arm, seed), arm_job, (cfg, out, arm, seed)) for seed in cfg.seeds for arm in cfg.arms]
     run_jobs(tasks, jobs, on_done=lambda key, seconds: report(), threads=threads)
 

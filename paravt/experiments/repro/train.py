@@ -178,10 +178,13 @@ def run_arm(cfg: ReproConfig, out: Path, arm: str, seed: int, progress: bool = T
 
 
 def run_training(cfg: ReproConfig, out: str | Path, *, progress: bool = True,
-                 on_arm: Callable[[str, int, Path], None] | None = None) -> list[tuple[str, int, Path]]:  # fmt: skip
-    """Cold start, then every (arm, seed); ``on_arm`` is called after each finished run (the evaluation)."""
+                 on_arm: Callable[[str, int, Path], None] | None = None,
+                 prepared: bool = False) -> list[tuple[str, int, Path]]:  # fmt: skip
+    """Cold start (unless the caller ran ``prepare`` already: ``prepared``), then every (arm, seed); ``on_arm``
+    is called after each finished run (the evaluation)."""
     out = Path(out)
-    prepare(cfg, out, progress)
+    if not prepared:
+        prepare(cfg, out, progress)
     done = []
     for seed in cfg.seeds:  # seeds outermost: an interrupted repro has whole seeds of every arm
         for arm in cfg.arms:

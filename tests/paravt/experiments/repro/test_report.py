@@ -12,7 +12,7 @@ FAST = ["sft.steps=4", "sft.episodes=4", "rollout.group_size=2", "rollout.prompt
         "data.heldout_n=2", "env.max_turns=2"]  # fmt: skip
 
 
-def test_repro_smoke_gates_resumes_and_reports(tmp_path, monkeypatch, capsys):
+def test_repro_smoke_gates_resumes_and_reports(tmp_path, monkeypatch, capsys, caplog):
     monkeypatch.setenv("PARAVT_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "repro"
     args = ["repro", "--out", str(out), "--arms", "vanilla_grpo,para_grpo", "--seeds", "0", "--steps", "1",
@@ -29,7 +29,10 @@ def test_repro_smoke_gates_resumes_and_reports(tmp_path, monkeypatch, capsys):
     assert not (out / "arms").exists()
     assert "probe gate (**failed**" in (out / "report.md").read_text()
     args.append("--no-gate")
+    caplog.clear()
     assert main([*args, "--jobs", "2"]) == 0
+    # one cold start and one gate per invocation: the failed gate is said once, not once per stage
+    assert sum("--no-gate: going on" in r.getMessage() for r in caplog.records) == 1
     cold = out / "coldstart" / "coldstart" / "model" / "paravt.json"
     assert cold.is_file()
     for arm in ("vanilla_grpo", "para_grpo"):
