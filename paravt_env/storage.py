@@ -17,6 +17,7 @@ import errno
 import os
 import socket
 import time
+import uuid
 from pathlib import Path
 
 
@@ -95,12 +96,23 @@ def fsync_dir(path: str | Path) -> None:
         os.close(fd)
 
 
+def part_path(path: Path) -> Path:
+    """Where ``path`` is written before its rename: a name of this writer's own (process and a random
+    suffix), so two processes writing the same file at once (two ``paravt train`` runs filling one synth
+    cache) never rename each other's half-written file."""
+    return path.with_name(f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.part")
+
+
 def write_text_atomic(path: str | Path, text: str) -> None:
-    """``text`` into ``path`` through ``path.part`` and a rename: a reader (or a kill) never sees half a file."""
+    """``text`` into ``path`` through a ``part_path`` and a rename: a reader (or a kill) never sees half a
+    file."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    tmp = part_path(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def is_disk_full(exc: BaseException) -> bool:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import av
 import numpy as np
 
+from ..storage import part_path
 from .synth_plan import PALETTE, SHAPES
 
 if TYPE_CHECKING:
@@ -105,9 +106,10 @@ def _chunks(n: int, step: int) -> Iterator[tuple[int, int]]:
 
 
 def render_video(plan: VideoPlan, cfg: SynthConfig, path: str | os.PathLike) -> Path:
-    """Encode a plan to ``path`` (h264, yuv420p, mp4). Written to ``path.part`` and renamed when complete."""
+    """Encode a plan to ``path`` (h264, yuv420p, mp4). Written to this writer's own ``part_path`` and renamed
+    when complete: concurrent writers of one cache each rename a whole file (the bytes are the same)."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".part")
+    tmp = part_path(path)
     try:
         with av.open(str(tmp), "w", format="mp4") as container:
             stream = container.add_stream("libx264", rate=cfg.fps)

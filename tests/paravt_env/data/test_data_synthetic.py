@@ -294,3 +294,19 @@ def test_cli_synth(tmp_path, capsys):
     assert images.shape[1:3] == (112, 112) and np.allclose(np.diff(times), 1 / 3)
     assert main(["synth", "--out", str(tmp_path / "b"), "--min-duration", "10", "--max-duration", "5"]) == 1
     assert "min_duration" in capsys.readouterr().err
+
+
+def test_two_processes_filling_one_cache_at_once_both_succeed(tmp_path):
+    """Two ``paravt train`` runs of one recipe start together and synthesise the same cached videos: each
+    writes its own part file and renames a whole one (one shared ``.part`` name let a writer rename the
+    other's file away: "No such file or directory: ...mp4.part")."""
+    script = ("import sys; from paravt_env.data import SynthConfig, generate_dataset; "
+              f"generate_dataset(sys.argv[1], SynthConfig(n=4, seed=9, **{SMALL!r}), progress=False)")  # fmt: skip
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]  # fmt: skip
+    errors = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], errors
+    assert not list(tmp_path.glob("*.part"))
+    alone = generate_dataset(tmp_path / "alone", SynthConfig(n=4, seed=9, **SMALL), progress=False)
+    for s in alone:
+        assert (tmp_path / Path(s.video_path).name).read_bytes() == Path(s.video_path).read_bytes()
