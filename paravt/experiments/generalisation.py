@@ -5,9 +5,9 @@ Each ``RUN`` is a finished ``paravt train`` run on synthetic data (one seed of t
 it was not all trained under, each into ``RUN/generalisation/POLICY/SETTING`` (resumable; a changed checkpoint
 is evaluated again):
 
-- greedy at every overview budget K of ``--budgets`` (default 4, 8, 16: the main job gates over {4, 8});
-- greedy on longer videos (``--long``, default 135-180 s against the trained 30-90 s: a split of its own seed in
-  ``RUN/heldout_long``) at the recipe's K;
+- greedy at every overview budget K of ``--budgets`` (default 4, 8, 16, 32; the main job gates over {4, 8, 16});
+- greedy on longer videos at the recipe's K: each span of ``--long`` (default ``auto``: from the longest duration
+  the run trained on to 50 s beyond it) is a split of its own seed in ``RUN/heldout_LO-HIs``;
 - sampled at the training temperature (the recipe's ``rollout.temperature``, ``--seed``) at the recipe's K.
 
 Per setting it reports accuracy and, from each evaluation's ``by_overview``, how often the policy crops where its
@@ -63,25 +63,41 @@ def run_settings(run: Path) -> RunSettings:
                        int(saved["env"]["frame_budget"]), float(saved["rollout"]["temperature"]))  # fmt: skip
 
 
-def settings(cfg: RunSettings, budgets: tuple[int, ...], long: tuple[float, float] | None) -> list[Setting]:
-    """The conditions for a run trained under ``cfg``: every K of ``budgets``, the longer split, sampling."""
+Span = tuple[float, float]
+AUTO = "auto"
+"""``--long auto``: from the longest duration the run trained on (``data.max_duration``) to ``AUTO_BEYOND_S`` past it."""
+AUTO_BEYOND_S = 50.0
+
+
+def long_spans(cfg: RunSettings, long: tuple[Span | str, ...]) -> list[Span]:
+    """The longer splits' duration spans for a run trained under ``cfg`` (``AUTO`` resolved)."""
+    top = float(cfg.data.max_duration)
+    return [(top, top + AUTO_BEYOND_S) if span == AUTO else span for span in long]
+
+
+def split_name(span: Span) -> str:
+    return f"heldout_{span[0]:g}-{span[1]:g}s"
+
+
+def settings(cfg: RunSettings, budgets: tuple[int, ...], long: tuple[Span | str, ...] = ()) -> list[Setting]:
+    """The conditions for a run trained under ``cfg``: every K of ``budgets``, each longer split, sampling."""
     k = cfg.frame_budget
     out = [Setting(f"K={b}", b) for b in budgets]
-    if long:
-        out.append(Setting(f"{long[0]:g}-{long[1]:g} s, K={k}", k, split="heldout_long"))
+    for span in long_spans(cfg, long):
+        out.append(Setting(f"{span[0]:g}-{span[1]:g} s, K={k}", k, split=split_name(span)))
     if cfg.temperature > 0:
         out.append(Setting(f"sampled T={cfg.temperature:g}, K={k}", k, temperature=cfg.temperature))
     return out
 
 
-def write_long_split(cfg: RunSettings, run: Path, long: tuple[float, float]) -> Path:
-    """``RUN/heldout_long``: ``data.heldout_n`` videos of the run's task at ``long`` durations, their own seed (the
-    held-out seed + 1: never the training or held-out videos)."""
+def write_long_split(cfg: RunSettings, run: Path, span: Span) -> Path:
+    """``RUN/heldout_LO-HIs``: ``data.heldout_n`` videos of the run's task at durations in ``span``, their own
+    seed (the held-out seed + 1 + LO: never the training or held-out videos, and each span its own videos)."""
     from paravt_env.data.synthetic import generate_dataset
 
-    synth = cfg.data.synth_config(n=cfg.data.heldout_n, seed=cfg.data.heldout_seed + 1, min_duration=long[0],
-                                  max_duration=long[1])  # fmt: skip
-    out = run / "heldout_long"
+    synth = cfg.data.synth_config(n=cfg.data.heldout_n, seed=cfg.data.heldout_seed + 1 + int(span[0]),
+                                  min_duration=span[0], max_duration=span[1])  # fmt: skip
+    out = run / split_name(span)
     generate_dataset(out, synth, progress=False, workers=2)
     return out
 
@@ -96,7 +112,7 @@ def figures(summary: dict[str, Any]) -> dict[str, float | None]:
             "missed": missed.get("n", 0) / n if n else None}  # fmt: skip
 
 
-def evaluate_run(run: Path, budgets: tuple[int, ...], long: tuple[float, float] | None, seed: int = 0,
+def evaluate_run(run: Path, budgets: tuple[int, ...], long: tuple[Span | str, ...] = (AUTO,), seed: int = 0,
                  progress: bool = False) -> dict[str, dict[str, dict[str, float | None]]]:  # fmt: skip
     """{policy: {setting: figures}} of one run; evaluations already written are kept when their checkpoint is
     unchanged."""
@@ -107,8 +123,8 @@ def evaluate_run(run: Path, budgets: tuple[int, ...], long: tuple[float, float] 
     if not (run / "config.json").is_file():
         raise FileNotFoundError(f"{run} holds no config.json: not a paravt train run")
     cfg = run_settings(run)
-    if long:
-        write_long_split(cfg, run, long)
+    for span in long_spans(cfg, long):
+        write_long_split(cfg, run, span)
     out: dict[str, dict[str, dict[str, float | None]]] = {}
     for label, rel in POLICIES:
         model = run / rel
@@ -155,16 +171,23 @@ def to_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _span(text: str) -> tuple[float, float] | None:
-    if text in ("", "none"):
-        return None
-    try:
-        lo, hi = (float(x) for x in text.split("-", 1))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--long {text!r}: expected seconds like 135-180, or none") from None
-    if not 0 < lo <= hi:
-        raise argparse.ArgumentTypeError(f"--long {text!r}: expected 0 < min <= max")
-    return lo, hi
+def _spans(text: str) -> tuple[Span | str, ...]:
+    """``--long``: comma-separated spans like ``135-180``, ``auto``, or ``none``."""
+    if text.strip() in ("", "none"):
+        return ()
+    out: list[Span | str] = []
+    for part in (x.strip() for x in text.split(",")):
+        if part == AUTO:
+            out.append(AUTO)
+            continue
+        try:
+            lo, hi = (float(x) for x in part.split("-", 1))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--long {part!r}: expected seconds like 135-180, auto or none") from None
+        if not 0 < lo <= hi:
+            raise argparse.ArgumentTypeError(f"--long {part!r}: expected 0 < min <= max")
+        out.append((lo, hi))
+    return tuple(out)
 
 
 def _budgets(text: str) -> tuple[int, ...]:
@@ -182,9 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", nargs="*", type=Path, metavar="RUN", help="finished paravt train runs (one per seed)")
     parser.add_argument("--out", type=Path, help="write the figures here (JSON)")
     parser.add_argument("--from", dest="source", type=Path, help="print the table of a JSON written before")
-    parser.add_argument("--budgets", type=_budgets, default=(4, 8, 16), help="overview budgets K (default 4,8,16)")
-    parser.add_argument("--long", type=_span, default=(135.0, 180.0),
-                        help="durations of the longer split, seconds (default 135-180; 'none' skips it)")
+    parser.add_argument("--budgets", type=_budgets, default=(4, 8, 16, 32),
+                        help="overview budgets K (default 4,8,16,32)")
+    parser.add_argument("--long", type=_spans, default=(AUTO,),
+                        help="durations of the longer splits, seconds, comma-separated (default auto: from the "
+                             "run's longest training duration to 50 s beyond; 'none' skips them)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampled evaluations (default 0)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)

@@ -19,12 +19,14 @@ def test_a_run_is_evaluated_per_budget_on_longer_videos_and_sampled(tmp_path, mo
     run = tmp_path / "run"
     assert cli(["train", "--recipe", "tiny_cpu", "--out", str(run), "--no-progress", *FAST]) == 0
     out = tmp_path / "gen.json"
-    assert main([str(run), "--budgets", "2,4", "--long", "100-120", "--out", str(out), "--no-progress"]) == 0
+    assert main([str(run), "--budgets", "2,4", "--long", "100-120,auto", "--out", str(out), "--no-progress"]) == 0
     data = json.loads(out.read_text())
-    names = ["K=2", "K=4", "100-120 s, K=8", "sampled T=0.7, K=8"]
+    top = json.loads((run / "config.json").read_text())["data"]["max_duration"]
+    names = ["K=2", "K=4", "100-120 s, K=8", f"{top:g}-{top + 50:g} s, K=8", "sampled T=0.7, K=8"]
     assert data["settings"] == names
-    long = [json.loads(x) for x in (run / "heldout_long" / "samples.jsonl").read_text().splitlines()]
-    assert len(long) == 3 and all(100 <= s["duration"] <= 120 for s in long)
+    for lo, hi in ((100, 120), (top, top + 50)):  # "auto": longer than anything the run trained on
+        long = [json.loads(x) for x in (run / f"heldout_{lo:g}-{hi:g}s" / "samples.jsonl").read_text().splitlines()]
+        assert len(long) == 3 and all(lo <= s["duration"] <= hi for s in long)
     for label, folder in (("RL", "RL"), ("cold start", "cold_start")):
         for name in names:
             target = run / "generalisation" / folder / name.replace(" ", "_").replace(",", "")
