@@ -211,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="durations of the longer splits, seconds, comma-separated (default auto: from the "
                              "run's longest training duration to 50 s beyond; 'none' skips them)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampled evaluations (default 0)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: PARAVT_THREADS, else half the usable cores; paravt.learners.threads)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     if args.source:
@@ -218,6 +220,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.runs:
         parser.error("give finished runs (RUN ...) or --from FILE.json")
+    from paravt.learners.threads import set_torch_threads
+
+    try:
+        set_torch_threads(args.threads)
+    except ValueError as exc:
+        parser.error(str(exc))
     try:
         per_run = {str(r): evaluate_run(r, args.budgets, args.long, args.seed, not args.no_progress) for r in args.runs}
     except FileNotFoundError as exc:
