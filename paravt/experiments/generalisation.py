@@ -160,14 +160,17 @@ def to_markdown(data: dict[str, Any]) -> str:
     def cell(m: dict[str, Any] | None) -> str:
         if not m:
             return "-"
-        return f"{m['mean']:.2f}" + ("" if m["ci95"] is None else f" ± {m['ci95']:.2f}")
+        spread = "" if m["ci95"] is None else f" ± {m['ci95']:.2f}"
+        values = m.get("values") or []
+        return f"{m['mean']:.2f}{spread}" + (f" ({', '.join(f'{v:.2f}' for v in values)})" if len(values) > 1 else "")
 
     lines = ["| policy | setting | accuracy | crops where the overview missed | crops where it showed | overview missed |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     for label, by_setting in data["mean"].items():
         for name, figs in by_setting.items():
             lines.append(f"| {label} | {name} | " + " | ".join(cell(figs[f]) for f in FIGURES) + " |")
-    lines += ["", f"Mean over {len(data['runs'])} run(s) ± the half-width of its 95 % interval (Student's t)."]
+    lines += ["", f"Mean over {len(data['runs'])} run(s) ± the half-width of its 95 % interval (Student's t), then each "
+              "run's value where there are several (a run without such episodes has no value)."]
     return "\n".join(lines) + "\n"
 
 
