@@ -88,7 +88,8 @@ def add_eval_options(p: argparse.ArgumentParser, *, single: bool) -> None:
     p.add_argument("--limit", type=int, default=None, help="only the first N samples")
     p.add_argument("--concurrency", type=int, default=1, help="episodes in flight (default 1)")
     p.add_argument(
-        "--max-new-tokens", type=int, default=2048, help="model policies: tokens per turn (default 2048)"
+        "--max-new-tokens", type=int, default=None,
+        help="model policies: tokens per turn (default: a checkpoint's card, the cap it was trained under; else 2048)",
     )
     if single:  # the suite runs the paper's greedy protocol
         p.add_argument("--temperature", type=float, default=0.0,
@@ -127,7 +128,13 @@ def threads_for(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from paravt.evaluation.harness import OPTION_KEYS, eval_options, evaluate, sampling_config
+    from paravt.evaluation.harness import (
+        OPTION_KEYS,
+        eval_options,
+        evaluate,
+        resolve_turn_tokens,
+        sampling_config,
+    )
     from paravt.evaluation.policies import make_agent_factory, preflight
     from paravt.evaluation.report import to_markdown
 
@@ -144,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
     options = eval_options(args.policy, args.dispatch, protocol=args.protocol, subtitles=args.subtitles,
                            video_channel=args.video_channel, **{k: getattr(args, k) for k in OPTION_KEYS})  # fmt: skip
     preflight(args.policy)  # a server that is not up fails the run now, not every sample
-    factory, subagent = make_agent_factory(args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result,
+    tokens = resolve_turn_tokens(args.policy, args.max_new_tokens)
+    factory, subagent = make_agent_factory(args.policy, max_new_tokens=tokens, tool_result=options.tool_result,
                                            protocol=args.protocol, temperature=args.temperature)  # fmt: skip
     sampled = args.temperature > 0
     if sampled and args.concurrency > 1 and args.policy.startswith("hf:"):
@@ -157,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
         options,
         concurrency=args.concurrency,
         progress=not args.no_progress,
-        run_config={"policy": args.policy, "data": str(args.data), **sampling_config(args.temperature, args.seed)},
+        run_config={"policy": args.policy, "data": str(args.data), "max_new_tokens": tokens,
+                    **sampling_config(args.temperature, args.seed)},
         subagent=subagent,
         seed=args.seed if sampled else None,
     )
@@ -173,7 +182,7 @@ def run_suite_command(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from paravt.evaluation.harness import OPTION_KEYS, eval_options
+    from paravt.evaluation.harness import OPTION_KEYS, eval_options, resolve_turn_tokens
     from paravt.evaluation.policies import make_agent_factory, preflight
     from paravt.evaluation.suite import COLUMN_KEYS, run_suite, to_markdown
 
@@ -192,7 +201,8 @@ def run_suite_command(args: argparse.Namespace) -> int:
     grounding = args.grounding_prompt_mode or episode_of(options).grounding_prompt_mode or options.prompt_mode
     preflight(args.policy)
     factory, subagent = make_agent_factory(
-        args.policy, max_new_tokens=args.max_new_tokens, tool_result=options.tool_result, protocol=args.protocol
+        args.policy, max_new_tokens=resolve_turn_tokens(args.policy, args.max_new_tokens), tool_result=options.tool_result,
+        protocol=args.protocol,
     )
     table = run_suite(args.data_root, factory, args.out, options, grounding_prompt_mode=grounding, columns=columns,
                       grounding_video_channel=args.grounding_video_channel or args.video_channel,

@@ -101,11 +101,11 @@ def eval_options(policy: str, dispatch: str = "parallel", *, protocol: str = "pa
 
 
 def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *, dispatch: str = "parallel",
-                        limit: int | None = None, frame_budget: int | None = None, max_new_tokens: int = 2048,
+                        limit: int | None = None, frame_budget: int | None = None, max_new_tokens: int | None = None,
                         progress: bool = True, temperature: float = 0.0, seed: int = 0) -> dict[str, Any]:  # fmt: skip
     """``paravt eval --policy hf:MODEL --data DATA --out OUT [--dispatch D] [--frame-budget K] [--temperature T
-    --seed S]``: a checkpoint trained here, every other option from its policy card; every sample asked for
-    counts in ``n``."""
+    --seed S] [--max-new-tokens N]``: a checkpoint trained here, every other option (tokens per turn included:
+    ``paravt.learners.policies.card.turn_tokens``) from its policy card; every sample asked for counts in ``n``."""
     from paravt.evaluation.policies import make_agent_factory
     from paravt_env import load_samples
 
@@ -114,11 +114,24 @@ def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *,
     protocol = policy_card(spec).get("env", {}).get("protocol", "paravt")
     options = eval_options(spec, dispatch, protocol=protocol, frame_budget=frame_budget)
     samples = load_samples(data, strict=False, keep_missing=True)[: limit or None]
-    factory, subagent = make_agent_factory(spec, max_new_tokens=max_new_tokens, tool_result=options.tool_result,
+    tokens = resolve_turn_tokens(spec, max_new_tokens)
+    factory, subagent = make_agent_factory(spec, max_new_tokens=tokens, tool_result=options.tool_result,
                                            temperature=temperature)  # fmt: skip
     return evaluate(samples, factory, out, options, progress=progress, subagent=subagent,
-                    run_config={"policy": spec, "data": str(data), **sampling_config(temperature, seed)},
+                    run_config={"policy": spec, "data": str(data), "max_new_tokens": tokens,
+                                **sampling_config(temperature, seed)},
                     seed=seed if temperature > 0 else None)  # fmt: skip
+
+
+def resolve_turn_tokens(spec: str, requested: int | None) -> int:
+    """Tokens per turn: what was asked, else an ``hf:`` checkpoint's card (``turn_tokens``), else 2048."""
+    from paravt.learners.policies.card import DEFAULT_MAX_NEW_TOKENS, turn_tokens
+
+    if requested is not None:
+        if requested < 1:
+            raise ValueError(f"--max-new-tokens must be at least 1, got {requested}")
+        return int(requested)
+    return turn_tokens(Path(spec[3:])) if spec.startswith("hf:") else DEFAULT_MAX_NEW_TOKENS
 
 
 def sampling_config(temperature: float, seed: int) -> dict[str, Any]:

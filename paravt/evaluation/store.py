@@ -85,11 +85,17 @@ class ResultsWriter:
         self._file.close()
 
 
+LATE_RECORDED = ("max_new_tokens",)
+"""Settings recorded only since a later version: an evaluation written before lacks them and resumes (what it
+ran with was not written down; the first rows were made under the caller's defaults of then)."""
+
+
 def check_config(out: Path, config: dict[str, Any]) -> None:
     path = out / CONFIG
     if path.exists():
         old = json.loads(path.read_text())
-        diff = {k: (old.get(k), v) for k, v in config.items() if k != "limit" and old.get(k) != v}
+        diff = {k: (old.get(k), v) for k, v in config.items()
+                if k != "limit" and old.get(k) != v and not (k in LATE_RECORDED and k not in old)}  # fmt: skip
         if diff:
             details = ", ".join(f"{k}: {a!r} -> {b!r}" for k, (a, b) in sorted(diff.items()))
             raise ValueError(f"{out} holds results of a different evaluation ({details}); use another --out")

@@ -53,6 +53,9 @@ class RunSettings:
     """The recipe's overview budget K (``env.frame_budget``)."""
     temperature: float
     """The rollouts' sampling temperature (``rollout.temperature``)."""
+    max_new_tokens: int = 256
+    """Tokens per turn the run's rollouts had (``rollout.max_new_tokens``): the policies are evaluated under the
+    cap they were trained under (``paravt.learners.policies.card.turn_tokens``)."""
 
 
 def run_settings(run: Path) -> RunSettings:
@@ -60,7 +63,8 @@ def run_settings(run: Path) -> RunSettings:
 
     saved = json.loads((run / "config.json").read_text())
     return RunSettings(DataConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved["data"].items()}),
-                       int(saved["env"]["frame_budget"]), float(saved["rollout"]["temperature"]))  # fmt: skip
+                       int(saved["env"]["frame_budget"]), float(saved["rollout"]["temperature"]),
+                       int(saved["rollout"].get("max_new_tokens", 256)))  # fmt: skip
 
 
 Span = tuple[float, float]
@@ -133,8 +137,9 @@ def evaluate_run(run: Path, budgets: tuple[int, ...], long: tuple[Span | str, ..
         for s in settings(cfg, budgets, long):
             target = run / "generalisation" / label.replace(" ", "_") / s.name.replace(" ", "_").replace(",", "")
             fresh(target, checkpoint_identity(model))
-            summary = evaluate_checkpoint(model, run / s.split, target, frame_budget=s.frame_budget, max_new_tokens=256,
-                                          temperature=s.temperature, seed=seed, progress=progress)  # fmt: skip
+            summary = evaluate_checkpoint(model, run / s.split, target, frame_budget=s.frame_budget,
+                                          max_new_tokens=cfg.max_new_tokens, temperature=s.temperature, seed=seed,
+                                          progress=progress)  # fmt: skip
             out.setdefault(label, {})[s.name] = figures(summary)
     return out
 

@@ -330,7 +330,8 @@ class Trainer:
                     shutil.copy2(f, target / f.name)
         low, high = self.cfg.model.processor_pixels(self.cfg.env.min_pixels, self.cfg.env.max_pixels)
         write_card(target, think_prefix=self.cfg.think_prefix, env=asdict(self.cfg.env), algorithm=self.cfg.algorithm,
-                   processor_pixels={"min_pixels": low, "max_pixels": high})  # fmt: skip
+                   processor_pixels={"min_pixels": low, "max_pixels": high},
+                   max_new_tokens=self.cfg.rollout.max_new_tokens)  # fmt: skip
 
     def save(self) -> None:
         """The model, optimiser, RNG and data position, swapped in atomically (``paravt.learners.checkpoint``)."""

@@ -38,6 +38,19 @@ def read_card(model_dir: str | Path) -> dict[str, Any]:
     return card
 
 
+DEFAULT_MAX_NEW_TOKENS = 2048
+"""Tokens per turn for a policy without a card that names its own (the release's evaluation budget)."""
+
+
+def turn_tokens(model_dir: str | Path) -> int:
+    """Tokens per turn the checkpoint generated in training (``max_new_tokens`` on its card, the RL rollouts' cap),
+    else ``DEFAULT_MAX_NEW_TOKENS``. A policy evaluated with a larger cap than it was trained under writes past the
+    end of its turns (measured on the tiny main job: after its last call a greedy RL policy kept writing calls for
+    3,000-6,000 characters, and the env rejected the whole turn), so an evaluation follows the card unless told."""
+    value = read_card(model_dir).get("max_new_tokens")
+    return int(value) if isinstance(value, int) and value > 0 else DEFAULT_MAX_NEW_TOKENS
+
+
 def trained_pixels(model_dir: str | Path) -> dict[str, int]:
     """``min_pixels`` / ``max_pixels`` the checkpoint's image processor ran at in training (``{}`` without a
     card): an ``HFPolicy`` of it must process frames at the same budget to see them as it was trained to."""

@@ -336,3 +336,35 @@ def test_a_sampled_evaluation_draws_the_same_episodes_when_rerun_or_resumed(synt
     assert main([*base, "--out", str(tmp_path / "d"), "--temperature", "-1"]) == 1
     assert main(["eval", "--policy", "detector", "--data", str(data), "--out", str(tmp_path / "e"), "--temperature", "0.7"]) == 1
     assert "does not sample" in capsys.readouterr().err
+
+
+def test_a_checkpoint_is_evaluated_with_the_tokens_per_turn_it_was_trained_with(synth_small, tiny_qwen3, tmp_path,
+                                                                                 capsys):  # fmt: skip
+    """``--max-new-tokens`` defaults to the card's ``max_new_tokens`` (the RL rollouts' cap), else 2048; the cap
+    is recorded, a directory evaluated under another cap is not resumed, and one written before the cap was
+    recorded resumes."""
+    from paravt.evaluation.harness import resolve_turn_tokens
+    from paravt.learners.policies.card import read_card, write_card
+
+    data, _ = synth_small
+    model = tmp_path / "model"
+    shutil.copytree(tiny_qwen3, model)
+    assert resolve_turn_tokens(f"hf:{model}", None) == 2048  # a card without a cap: the release's budget
+    card = read_card(model)
+    write_card(model, think_prefix=card.get("think_prefix", False), env=card.get("env", {}), max_new_tokens=6)
+    assert resolve_turn_tokens(f"hf:{model}", None) == 6 and resolve_turn_tokens(f"hf:{model}", 9) == 9
+    assert resolve_turn_tokens("detector", None) == 2048
+    with pytest.raises(ValueError, match="max-new-tokens"):
+        resolve_turn_tokens(f"hf:{model}", 0)
+    base = ["eval", "--policy", f"hf:{model}", "--data", str(data), "--limit", "2", "--frame-budget", "2", "--no-progress"]
+    out = tmp_path / "out"
+    assert main([*base, "--out", str(out)]) == 0
+    assert json.loads((out / "eval_config.json").read_text())["max_new_tokens"] == 6
+    assert all(t["tokens"] <= 6 for r in read_results(out / "results.jsonl") for t in r["episode"]["turns"])
+    capsys.readouterr()
+    assert main([*base, "--out", str(out), "--max-new-tokens", "12"]) == 1
+    assert "max_new_tokens: 6 -> 12" in capsys.readouterr().err
+    config = json.loads((out / "eval_config.json").read_text())
+    del config["max_new_tokens"]  # written before the cap was recorded
+    (out / "eval_config.json").write_text(json.dumps(config))
+    assert main([*base, "--out", str(out)]) == 0

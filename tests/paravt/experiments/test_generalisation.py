@@ -18,6 +18,10 @@ def test_a_run_is_evaluated_per_budget_on_longer_videos_and_sampled(tmp_path, mo
     monkeypatch.setenv("PARAVT_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "run"
     assert cli(["train", "--recipe", "tiny_cpu", "--out", str(run), "--no-progress", *FAST]) == 0
+    # both checkpoints carry the tokens per turn their rollouts had, and the run's evaluations use it
+    for model, ev in (("checkpoint/model", "eval"), ("coldstart/model", "eval_coldstart")):
+        assert json.loads((run / model / "paravt.json").read_text())["max_new_tokens"] == 24
+        assert json.loads((run / ev / "eval_config.json").read_text())["max_new_tokens"] == 24
     out = tmp_path / "gen.json"
     assert main([str(run), "--budgets", "2,4", "--long", "100-120,auto", "--out", str(out), "--no-progress"]) == 0
     data = json.loads(out.read_text())
