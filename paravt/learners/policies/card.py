@@ -45,8 +45,9 @@ DEFAULT_MAX_NEW_TOKENS = 2048
 def turn_tokens(model_dir: str | Path) -> int:
     """Tokens per turn the checkpoint generated in training (``max_new_tokens`` on its card, the RL rollouts' cap),
     else ``DEFAULT_MAX_NEW_TOKENS``. A policy evaluated with a larger cap than it was trained under writes past the
-    end of its turns (measured on the tiny main job: after its last call a greedy RL policy kept writing calls for
-    3,000-6,000 characters, and the env rejected the whole turn), so an evaluation follows the card unless told."""
+    end of its turns (measured on the tiny main job: after its last call a greedy RL policy kept writing for 3,000-6,000
+    characters, until the run-on text held an answer, and calls beside an answer never run), so an evaluation
+    follows the card unless told."""
     value = read_card(model_dir).get("max_new_tokens")
     return int(value) if isinstance(value, int) and value > 0 else DEFAULT_MAX_NEW_TOKENS
 
