@@ -53,7 +53,7 @@ class RunSettings:
     """The recipe's overview budget K (``env.frame_budget``)."""
     temperature: float
     """The rollouts' sampling temperature (``rollout.temperature``)."""
-    max_new_tokens: int = 256
+    max_new_tokens: int
     """Tokens per turn the run's rollouts had (``rollout.max_new_tokens``): the policies are evaluated under the
     cap they were trained under (``paravt.learners.policies.card.turn_tokens``)."""
 
@@ -64,7 +64,7 @@ def run_settings(run: Path) -> RunSettings:
     saved = json.loads((run / "config.json").read_text())
     return RunSettings(DataConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved["data"].items()}),
                        int(saved["env"]["frame_budget"]), float(saved["rollout"]["temperature"]),
-                       int(saved["rollout"].get("max_new_tokens", 256)))  # fmt: skip
+                       int(saved["rollout"]["max_new_tokens"]))  # fmt: skip
 
 
 Span = tuple[float, float]

@@ -150,7 +150,12 @@ def recrop_turn(crop_times: Sequence[float], duration: float, *, window: float, 
     gaps = np.diff(times)
     shift = float(np.median(gaps[gaps > 0])) / 2 if np.any(gaps > 0) else window / 4
     windows = [(min(a + shift, duration), min(b + shift, duration)) for a, b in coverage_windows(duration, window, max_calls)]
-    windows = [(a, b) for a, b in windows if b > a]
+    return more_windows_turn([(a, b) for a, b in windows if b > a])
+
+
+def more_windows_turn(windows: Sequence[tuple[float, float]]) -> str:
+    """A round after crops that showed nothing (``recrop_turn``, ``continue_turn``): the same words before
+    ``windows``' parallel calls."""
     calls = "\n".join(format_tool_call(a, b) for a, b in windows)
     return f"{THINK_PREFIX}{RECROP_TEXT} {len(windows)} more windows in parallel.</think>\n{calls}"
 
@@ -159,9 +164,7 @@ def continue_turn(start: float, duration: float, *, window: float, max_calls: in
     """The next round of a coverage that did not fit in one (``SFTConfig.coverage`` "continue"): the same
     fixed windows, from where the last round ended. Its bounds are the same on every video long enough to
     need them, so a policy that learnt them on 100-170 s videos writes them on a 200 s one too."""
-    windows = coverage_windows(duration, window, max_calls, start=start, widen=False)
-    calls = "\n".join(format_tool_call(a, b) for a, b in windows)
-    return f"{THINK_PREFIX}{RECROP_TEXT} {len(windows)} more windows in parallel.</think>\n{calls}"
+    return more_windows_turn(coverage_windows(duration, window, max_calls, start=start, widen=False))
 
 
 def final_turn(sample: VideoQASample, crop_times: Sequence[float], needed: int = 1, *,
