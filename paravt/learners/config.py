@@ -345,6 +345,7 @@ def check_counts(cfg: TrainConfig) -> None:
     rules = {"steps": (cfg.steps, 0), "save_every": (cfg.save_every, 1), "sft.steps": (cfg.sft.steps, 0),
              "sft.episodes": (cfg.sft.episodes, 0), "sft.batch": (cfg.sft.batch, 1),
              "perception.steps": (cfg.perception.steps, 0), "perception.batch": (cfg.perception.batch, 1),
+             "perception.closeups": (cfg.perception.closeups, 0),
              "rollout.group_size": (cfg.rollout.group_size, 1), "rollout.prompts_per_step": (cfg.rollout.prompts_per_step, 1),
              "rollout.max_new_tokens": (cfg.rollout.max_new_tokens, 1), "env.frame_budget": (cfg.env.frame_budget, 1),
              "env.max_turns": (cfg.env.max_turns, 1), "optim.micro_batch": (cfg.optim.micro_batch, 1), "env.max_parallel": (cfg.env.max_parallel, 1)}  # fmt: skip
