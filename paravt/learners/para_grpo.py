@@ -59,6 +59,10 @@ class ParaGRPOConfig:
     """Count the balanced-tags bonus after the format cap (``RewardConfig.balance_after_cap``, a variant): under
     the release's reward an episode with a second, unclosed ``<think>`` scores as a clean one."""
 
+    broken_call_penalty: float = 0.0
+    """Format score lost per broken ``<tool_call>`` (``RewardConfig.broken_call_penalty``, a variant): under the
+    release's reward a broken call beside well-formed ones costs nothing."""
+
     def __post_init__(self) -> None:
         if self.anchoring not in ANCHORING:
             raise ValueError(f"ParaGRPOConfig.anchoring must be one of {ANCHORING}, got {self.anchoring!r}")
@@ -72,7 +76,8 @@ class ParaGRPOConfig:
         base = base or RewardConfig.paravt()
         weight = self.anchor_weight if self.anchoring == "sequence" else 0.0
         return RewardConfig(self.answer_suffix, weight, base.format_weight, base.mode, base.tool_source,
-                            score_forced_prefix=self.prefix_scored, balance_after_cap=self.balance_after_cap)
+                            score_forced_prefix=self.prefix_scored, balance_after_cap=self.balance_after_cap,
+                            broken_call_penalty=self.broken_call_penalty)  # fmt: skip
 
 
 @dataclass(frozen=True)

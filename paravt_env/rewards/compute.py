@@ -79,7 +79,7 @@ def compute_reward(
         return ZERO
     accuracy = answer_accuracy(extract_answer(completion), answer, question_type, config.mode, question)
     fmt = format_reward(completion, answer_suffix=config.answer_suffix, anchor_weight=config.anchor_weight,
-                        balance_after_cap=config.balance_after_cap)
+                        balance_after_cap=config.balance_after_cap, broken_call_penalty=config.broken_call_penalty)
     tool = tool_reward(
         completion, accuracy, source=config.tool_source, executed_tool_calls=executed_tool_calls
     )

@@ -86,11 +86,20 @@ def tags_balanced(completion: str) -> bool:
     return all(completion.count(o) == completion.count(c) for o, c in _PAIRED_TAGS)
 
 
-def format_reward(completion: str, *, answer_suffix: bool, anchor_weight: float, balance_after_cap: bool = False) -> float:
+def broken_tool_calls(completion: str) -> int:
+    """``<tool_call>`` blocks whose body is not a JSON call with a name (empty ones included)."""
+    return sum(1 for body in _TOOL_CALL_BODY_RE.findall(completion)
+               if not body.strip() or body.strip().startswith("<|im_end|>") or not _is_json_call(body.strip()))  # fmt: skip
+
+
+def format_reward(completion: str, *, answer_suffix: bool, anchor_weight: float, balance_after_cap: bool = False,
+                  broken_call_penalty: float = 0.0) -> float:  # fmt: skip
     """The released format score, at most 1.0. It can be negative (down to -0.3 λ): the anchoring penalty
     for an unclosed ``<think>`` applies even when nothing else was earned, exactly as in the release.
     ``balance_after_cap`` (a variant, ``RewardConfig.balance_after_cap``): the +0.1 for balanced tags comes after
-    capping the rest at 0.9, so it is never lost to the cap."""
+    capping the rest at 0.9, so it is never lost to the cap. ``broken_call_penalty`` (a variant,
+    ``RewardConfig.broken_call_penalty``): that much less, after the cap, per broken ``<tool_call>``."""
+    penalty = broken_call_penalty * broken_tool_calls(completion) if broken_call_penalty else 0.0
     has_think = has_substantive_think(completion)
     has_tool = has_parseable_tool_call(completion)
     has_answer = has_nonempty_answer(completion)
@@ -122,5 +131,5 @@ def format_reward(completion: str, *, answer_suffix: bool, anchor_weight: float,
         score += 0.3
     balanced = score > 0 and tags_balanced(completion)
     if balance_after_cap:
-        return min(score, 0.9) + (0.1 if balanced else 0.0)
-    return min(score + (0.1 if balanced else 0.0), 1.0)
+        return min(score, 0.9) + (0.1 if balanced else 0.0) - penalty
+    return min(score + (0.1 if balanced else 0.0), 1.0) - penalty

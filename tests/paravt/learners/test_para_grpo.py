@@ -64,3 +64,8 @@ def test_no_module_outside_the_episode_registry_compares_protocol_names():
     hits = [f"{name}:{text[: m.start()].count(chr(10)) + 1}" for name, text in _sources("paravt", "paravt_env", "benchmarks")
             for m in pattern.finditer(text) if not name.startswith("paravt_env/episodes/")]  # fmt: skip
     assert hits == []
+
+
+def test_para_grpo_passes_the_broken_call_penalty_to_the_env_reward():
+    assert ParaGRPOConfig(broken_call_penalty=0.1).reward_config().broken_call_penalty == 0.1
+    assert ParaGRPOConfig().reward_config().broken_call_penalty == 0.0

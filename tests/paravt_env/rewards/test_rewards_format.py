@@ -155,3 +155,32 @@ def test_the_released_cap_hides_an_unclosed_second_think_and_the_variant_does_no
     # every other episode scores as the release scores it while the rest stays under 0.9
     for text in ("<think>\n<answer>cyan</answer>", "<answer>red</answer>", CROP, "plain text"):
         assert compute_reward(text, "red", "oe", config=variant).format == compute_reward(text, "red", "oe", config=release).format
+
+
+def test_the_release_ignores_a_broken_call_beside_a_good_one_and_the_variant_counts_each():
+    """Why every greedy call turn of the tiny RL policy ended in a broken call: the release's +0.3 for a call
+    needs one call to parse, and the answer turn reaches the cap without it. ``broken_call_penalty`` (a variant)
+    takes that much off per broken ``<tool_call>``, after the cap."""
+    from paravt_env.rewards import RewardConfig, compute_reward
+    from paravt_env.rewards.format import broken_tool_calls
+
+    answer = "<think>\nThe crops show a red shape.</think>\n<answer>red</answer>"
+    bad_number = '<tool_call>{"name": "crop_video", "arguments": {"start_time": 80.0, "end_time": 10.0.0}}</tool_call>'
+    clean = CROP + answer
+    one_broken = CROP.replace("</tool_call>", "</tool_call>\n" + bad_number) + answer
+    two_broken = CROP.replace("</tool_call>", "</tool_call>\n" + bad_number + "\n<tool_call></tool_call>") + answer
+    assert [broken_tool_calls(t) for t in (clean, one_broken, two_broken)] == [0, 1, 2]
+    assert broken_tool_calls('<tool_call>{"arguments": {}}</tool_call><tool_call>{"name": "crop_video"') == 2
+    release, variant = RewardConfig.paravt(), RewardConfig.paravt_prefix_scored()
+    variant = RewardConfig(**{**variant.as_dict(), "broken_call_penalty": 0.1})
+    scores = {name: [compute_reward(t, "red", "oe", config=c).format for t in (clean, one_broken, two_broken)]
+              for name, c in (("release", release), ("variant", variant))}  # fmt: skip
+    assert scores["release"] == pytest.approx([1.0, 1.0, 1.0])
+    assert scores["variant"] == pytest.approx([1.0, 0.9, 0.8])
+    # without broken calls the variant scores as the release does
+    for text in ("<think>\n<answer>cyan</answer>", "<answer>red</answer>", CROP, "plain text", clean):
+        assert compute_reward(text, "red", "oe", config=RewardConfig(broken_call_penalty=0.1)).format == \
+            compute_reward(text, "red", "oe", config=release).format
+    with pytest.raises(ValueError, match="broken_call_penalty must be >= 0"):
+        RewardConfig(broken_call_penalty=-0.1)
+
