@@ -158,9 +158,9 @@ def test_the_released_cap_hides_an_unclosed_second_think_and_the_variant_does_no
 
 
 def test_the_release_ignores_a_broken_call_beside_a_good_one_and_the_variant_counts_each():
-    """Why every greedy call turn of the tiny RL policy ended in a broken call: the release's +0.3 for a call
-    needs one call to parse, and the answer turn reaches the cap without it. ``broken_call_penalty`` (a variant)
-    takes that much off per broken ``<tool_call>``, after the cap."""
+    """Under the release's scoring a broken call beside a good one costs nothing: the +0.3 for a call needs one
+    call to parse, and the answer turn reaches the cap without it. ``broken_call_penalty`` (a variant) takes that
+    much off per broken ``<tool_call>``, after the cap."""
     from paravt_env.rewards import RewardConfig, compute_reward
     from paravt_env.rewards.format import broken_tool_calls
 
