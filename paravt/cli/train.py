@@ -111,12 +111,16 @@ def fresh(target, identity: str, twins: tuple[str, ...] = ()) -> None:
 
 
 def interrupt_on_sigterm() -> None:
+    """SIGTERM interrupts like Ctrl-C, and neither is lost if it lands in a finalizer
+    (``paravt.learners.interrupts.request_interrupt``). SIGINT is left ignored where it was (a run started with
+    ``&``)."""
     import signal
 
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+    from paravt.learners.interrupts import request_interrupt
 
-    signal.signal(signal.SIGTERM, interrupt)
+    signal.signal(signal.SIGTERM, request_interrupt)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, request_interrupt)
 
 
 def evaluate_heldout(out, progress: bool = True) -> str:

@@ -36,7 +36,7 @@ from paravt.learners.grpo import (
     kl_penalty,
     masked_mean,
 )
-from paravt.learners.interrupts import commit_section
+from paravt.learners.interrupts import commit_section, raise_if_requested
 from paravt.learners.metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
 from paravt.learners.optim import adamw
 from paravt.learners.para_grpo import token_anchored_advantages
@@ -374,6 +374,7 @@ class Trainer:
         bar = progress_bar(total, "train", self.progress, initial=self.step)
         try:
             while self.step < total:
+                raise_if_requested()  # a SIGTERM whose KeyboardInterrupt a finalizer swallowed
                 row = self.rl_step()
                 release_free_memory(collect=True)  # a step's trajectories (frames, activations) are freed by now
                 rows.append(row)

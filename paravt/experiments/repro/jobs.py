@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+from paravt.learners.interrupts import request_interrupt
 from paravt.learners.threads import available_cpus
 
 logger = logging.getLogger(__name__)
@@ -86,7 +87,7 @@ def run_jobs(jobs: Sequence[Job], workers: int, *, on_done: Callable[[Hashable, 
 
 
 def _interrupt(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
+    request_interrupt(signum, frame)  # remembered, so a delivery lost in a finalizer is raised again
 
 
 def _stop(procs: list[Any]) -> None:
@@ -128,7 +129,7 @@ def die_with_parent(parent: int) -> None:
 def _worker(fn: Callable[..., Any], args: tuple[Any, ...], threads: int, level: int, parent: int) -> None:
     os.setpgrp()  # a terminal's Ctrl-C reaches the parent only, which forwards it once
     # a run started in the background (`nohup ... &`) passes SIGINT down ignored: the forwarded one must count
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     die_with_parent(parent)  # after the handler: the parent's death is an interrupt (save, then exit)
     logging.basicConfig(level=level, format="%(levelname)s %(message)s")

@@ -32,7 +32,7 @@ from paravt.learners.coldstart.teacher import (
     first_turn,
 )
 from paravt.learners.config import TrainConfig
-from paravt.learners.interrupts import commit_section
+from paravt.learners.interrupts import commit_section, raise_if_requested
 from paravt.learners.policies.hf import HFPolicy
 from paravt.learners.trajectory import Trajectory
 from paravt_env import EnvConfig, VideoToolEnv
@@ -94,6 +94,7 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
     last_save = time.monotonic()
     try:
         for i in range(begin, cfg.sft.episodes):
+            raise_if_requested()  # an interrupt a finalizer swallowed
             sample = samples[i % len(samples)]
             k = gated_frame_budget(sample.id, i // len(samples), cfg.seed, tuple(cfg.sft.frame_budgets))
             guess = rng.choice(answers[sample.question_type]) if rng.random() >= cfg.sft.crop_rate else None

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from paravt.learners.grpo import masked_mean
-from paravt.learners.interrupts import commit_section
+from paravt.learners.interrupts import commit_section, raise_if_requested
 from paravt.learners.optim import adamw
 from paravt.learners.policies.base import Generation
 from paravt.learners.policies.hf import HFPolicy
@@ -155,6 +155,7 @@ def train_cross_entropy(
     last_save = time.monotonic()
     try:
         for step in range(start + 1, steps + 1):
+            raise_if_requested()  # an interrupt a finalizer swallowed
             opt.zero_grad()
             total = 0.0
             picked = []
