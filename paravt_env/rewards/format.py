@@ -48,14 +48,18 @@ def _is_json_call(body: str) -> bool:
     return isinstance(data, dict) and "name" in data
 
 
+def _is_call_body(body: str) -> bool:
+    """A ``<tool_call>`` body with real content: a JSON call with a name, not empty, not ``<|im_end|>``."""
+    body = body.strip()
+    return bool(body) and not body.startswith("<|im_end|>") and _is_json_call(body)
+
+
 def has_parseable_tool_call(completion: str) -> bool:
     """A tool call with real content: a ``<tool_call>`` JSON object with a ``name``, or a ``<tool_code>``
     line that looks like a call (has ``(`` and is not a comment). Empty bodies, and bodies that start with
     ``<|im_end|>``, never count (the empty-tag exploit)."""
-    for body in _TOOL_CALL_BODY_RE.findall(completion):
-        body = body.strip()
-        if body and not body.startswith("<|im_end|>") and _is_json_call(body):
-            return True
+    if any(_is_call_body(body) for body in _TOOL_CALL_BODY_RE.findall(completion)):
+        return True
     for body in _TOOL_CODE_BODY_RE.findall(completion):
         body = body.strip()
         if not body or body.startswith("<|im_end|>"):
@@ -88,8 +92,7 @@ def tags_balanced(completion: str) -> bool:
 
 def broken_tool_calls(completion: str) -> int:
     """``<tool_call>`` blocks whose body is not a JSON call with a name (empty ones included)."""
-    return sum(1 for body in _TOOL_CALL_BODY_RE.findall(completion)
-               if not body.strip() or body.strip().startswith("<|im_end|>") or not _is_json_call(body.strip()))  # fmt: skip
+    return sum(1 for body in _TOOL_CALL_BODY_RE.findall(completion) if not _is_call_body(body))
 
 
 def format_reward(completion: str, *, answer_suffix: bool, anchor_weight: float, balance_after_cap: bool = False,

@@ -54,7 +54,7 @@ def run_jobs(jobs: Sequence[Job], workers: int, *, on_done: Callable[[Hashable, 
     level = logging.getLogger().getEffectiveLevel()
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
     for sig in previous:
-        signal.signal(sig, _interrupt)
+        signal.signal(sig, request_interrupt)
     try:
         while pending or running:
             while pending and len(running) < workers and not failed:
@@ -84,10 +84,6 @@ def run_jobs(jobs: Sequence[Job], workers: int, *, on_done: Callable[[Hashable, 
     if failed:
         raise JobFailed(f"job(s) failed: {', '.join(failed)}; their errors are logged above; the finished jobs are "
                         f"kept, rerun to resume")  # fmt: skip
-
-
-def _interrupt(signum, frame):
-    request_interrupt(signum, frame)  # remembered, so a delivery lost in a finalizer is raised again
 
 
 def _stop(procs: list[Any]) -> None:
@@ -129,8 +125,8 @@ def die_with_parent(parent: int) -> None:
 def _worker(fn: Callable[..., Any], args: tuple[Any, ...], threads: int, level: int, parent: int) -> None:
     os.setpgrp()  # a terminal's Ctrl-C reaches the parent only, which forwards it once
     # a run started in the background (`nohup ... &`) passes SIGINT down ignored: the forwarded one must count
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, request_interrupt)
+    signal.signal(signal.SIGTERM, request_interrupt)
     die_with_parent(parent)  # after the handler: the parent's death is an interrupt (save, then exit)
     logging.basicConfig(level=level, format="%(levelname)s %(message)s")
     import torch
