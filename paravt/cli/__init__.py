@@ -21,7 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("paravt.cli.serve", "serve a local checkpoint over OpenAI-compatible and sglang-style HTTP (CPU dev server)"),
     "serve-env": ("paravt.cli.serve_env", "serve the env over HTTP: many sessions of reset / step for remote agents and trainers"),
     "repro": ("paravt.cli.repro", "the paper's training comparison at CPU scale: shared cold start, 6 arms x seeds, report"),
-    "probe": ("paravt.cli.probe", "probe a checkpoint: do its answers follow the pixels (perception)?"),
+    "probe": ("paravt.cli.probe", "probe a checkpoint: do its answers follow the pixels (perception)? can it write its parallel calls (calls)?"),
     "view": ("paravt.cli.view", "a self-contained HTML page of what the agent did, episode by episode (timelines, frames, texts)"),
     "bench": ("paravt.cli.bench", "benchmarks: parallel vs sequential tool dispatch"),
 }

@@ -1,9 +1,13 @@
-"""``paravt probe perception CKPT --data DIR``: do a checkpoint's answers follow the pixels?
+"""``paravt probe perception|calls CKPT --data DIR``: does a checkpoint see, and can it write its calls?
 
-Accuracy after an oracle crop with the crop frames right, grey, or another video's; how far the next-token
-distribution moves when only the pixels change; and the Tool Necessity Gap (answers from the overview
-alone at K=4 and K=64); then whole episodes sampled at temperature 1: κ, calls per calling turn, share of
-well-formed turns. See ``paravt.experiments.probe``.
+``perception``: accuracy after an oracle crop with the crop frames right, grey, or another video's; how far the
+next-token distribution moves when only the pixels change; and the Tool Necessity Gap (answers from the
+overview alone at K=4 and K=64); then whole episodes sampled at temperature 1: κ, calls per calling turn, share
+of well-formed turns. See ``paravt.experiments.probe``.
+
+``calls``: the opening words of a call turn forced after the overview, the rest written by the checkpoint,
+greedy and at ``--temperature`` (default 0.7, the RL recipes'): the share of turns that parse and whose calls
+all run. See ``paravt.experiments.call_probe``.
 """
 
 from __future__ import annotations
@@ -17,15 +21,19 @@ from paravt.cli import add_threads_argument
 
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
-    p.add_argument("what", choices=("perception",), help="what to probe")
+    p.add_argument("what", choices=("perception", "calls"), help="what to probe")
     p.add_argument("checkpoint", help="checkpoint directory (or hf:DIR); its policy card gives the env settings")
     p.add_argument("--data", required=True, help="synthetic samples (paravt synth output, or RUN/heldout)")
     p.add_argument("--limit", type=int, default=None, help="only the first N samples")
     p.add_argument("--window", type=float, default=20.0, help="oracle crop length in seconds (default 20)")
     p.add_argument("--budgets", default="4,64", help="overview budgets for the Tool Necessity Gap (default 4,64)")
-    p.add_argument("--temperature", type=float, default=1.0,
-                   help="also sample whole episodes at this temperature: κ, calls per turn, well-formed turns "
-                        "(default 1.0, the RL regime; 0 skips them)")
+    p.add_argument("--temperature", type=float, default=None,
+                   help="perception: also sample whole episodes at this temperature: κ, calls per turn, well-formed "
+                        "turns (default 1.0; 0 skips them); calls: the sampling temperature besides greedy "
+                        "(default 0.7, the RL recipes')")
+    p.add_argument("--per-video", type=int, default=4, help="calls: sampled turns per video (default 4)")
+    p.add_argument("--prefix", default=None,
+                   help="calls: the forced opening words of the call turn (default: the tiny recipes' teacher's)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON (per-sample rows included)")
     add_threads_argument(p)
     p.add_argument("--no-progress", action="store_true")
@@ -44,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     from paravt_env import load_samples
 
     apply_threads(args)
+    if args.what == "calls":
+        return _run_calls(args)
     try:
         budgets = tuple(int(b) for b in args.budgets.split(",") if b.strip())
     except ValueError:
@@ -56,8 +66,36 @@ def run(args: argparse.Namespace) -> int:
     policy, env = load_checkpoint(args.checkpoint)
     cfg = ProbeConfig(env=env, window=args.window, overview_budgets=budgets)
     summary = probe_perception(policy, samples, cfg, progress=not args.no_progress)
-    if args.temperature > 0:
-        summary["sampling"] = sample_tool_use(policy, samples, env, temperature=args.temperature)
+    temperature = 1.0 if args.temperature is None else args.temperature
+    if temperature > 0:
+        summary["sampling"] = sample_tool_use(policy, samples, env, temperature=temperature)
+    if args.json:
+        json.dump(summary, sys.stdout, indent=2)
+        print()
+    else:
+        print(to_markdown(summary), end="")
+    return 0
+
+
+def _run_calls(args: argparse.Namespace) -> int:
+    from paravt.experiments.call_probe import CALL_PREFIX, probe_call_writing, to_markdown
+    from paravt.experiments.probe import load_checkpoint
+    from paravt_env import load_samples
+
+    temperature = 0.7 if args.temperature is None else args.temperature
+    if temperature < 0:
+        raise ValueError(f"--temperature must be >= 0, got {temperature}")
+    if args.per_video < 1:
+        raise ValueError(f"--per-video must be at least 1, got {args.per_video}")
+    samples = load_samples(args.data, strict=False)
+    if args.limit is not None:
+        if args.limit < 1:
+            raise ValueError(f"--limit must be at least 1, got {args.limit}")
+        samples = samples[: args.limit]
+    policy, env = load_checkpoint(args.checkpoint)
+    temperatures = (0.0,) if temperature == 0 else (0.0, temperature)
+    summary = probe_call_writing(policy, samples, env, temperatures=temperatures, per_video=args.per_video,
+                                 prefix=CALL_PREFIX if args.prefix is None else args.prefix)  # fmt: skip
     if args.json:
         json.dump(summary, sys.stdout, indent=2)
         print()
