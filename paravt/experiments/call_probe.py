@@ -9,7 +9,9 @@ Each turn is parsed and stepped in the env, which says what would run:
 
 - ``well_formed``: the turn parses without a problem (tags balanced, every call valid JSON with both times);
 - ``clean``: well formed and every call it wrote was executed (none rejected, e.g. an end before its start);
-- ``executed`` / ``rejected``: calls per turn the env ran / refused.
+- ``clean_inside``: well formed, and every call the env refused lies wholly past the video's end (a policy that
+  writes five windows on a 40 s video covers it all; the refused windows cost it nothing but a message);
+- ``executed`` / ``rejected`` / ``past_end``: calls per turn the env ran / refused / refused past the end.
 
 The teacher writes one JSON line per window, so a turn of five calls is ~190 tokens: a small error rate per
 token at temperature 0.7 breaks most turns, and RL then trains on those broken turns (docs/training.md,
@@ -73,12 +75,15 @@ def probe_call_writing(policy: HFPolicy, samples: Sequence[VideoQASample], env: 
 def _score_turn(vt: VideoToolEnv, sample: VideoQASample, text: str, *, truncated: bool) -> dict[str, Any]:
     """Parse one forced turn and step it in a fresh episode of ``sample``: what the env would run."""
     parsed = parse_response(text)
-    vt.reset(options={"sample": sample})
+    _, reset_info = vt.reset(options={"sample": sample})
     _, _, _, _, info = vt.step(text)
     counts = info["tool_calls"]  # what the env did with the calls it could read; unreadable ones are not in it
     executed = int(counts["executed"])
+    duration = float(reset_info["duration"])
+    past_end = sum(1 for c in info["crops"] if c["status"] != "executed" and c["start"] is not None
+                   and c["start"] >= duration)  # fmt: skip
     return {"well_formed": not parsed.problems, "executed": executed,
-            "rejected": len(parsed.tool_calls) - executed,
+            "rejected": len(parsed.tool_calls) - executed, "past_end": past_end,
             "truncated": truncated, "problems": list(parsed.problems)[:3]}  # fmt: skip
 
 
@@ -90,8 +95,10 @@ def _summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "turns": len(rows),
         "well_formed": share(lambda r: r["well_formed"]),
         "clean": share(lambda r: r["well_formed"] and r["rejected"] == 0 and r["executed"] > 0),
+        "clean_inside": share(lambda r: r["well_formed"] and r["rejected"] == r["past_end"] and r["executed"] > 0),
         "executed_per_turn": float(np.mean([r["executed"] for r in rows])) if rows else float("nan"),
         "rejected_per_turn": float(np.mean([r["rejected"] for r in rows])) if rows else float("nan"),
+        "past_end_per_turn": float(np.mean([r["past_end"] for r in rows])) if rows else float("nan"),
         "truncated": share(lambda r: r["truncated"]),
         "example_problems": [p for r in rows for p in r["problems"]][:5],
     }
@@ -99,9 +106,11 @@ def _summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def to_markdown(summary: dict[str, Any]) -> str:
     lines = [f"Forced call turns after `{summary['prefix']}` on {summary['videos']} videos:", "",
-             "| temperature | turns | well formed | clean | executed / turn | rejected / turn | cut at max tokens |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| temperature | turns | well formed | clean | clean inside the video | executed / turn "
+             "| rejected / turn (past the end) | cut at max tokens |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for t, r in summary["by_temperature"].items():
-        lines.append(f"| {t} | {r['turns']} | {r['well_formed']:.3f} | {r['clean']:.3f} | {r['executed_per_turn']:.2f} "
-                     f"| {r['rejected_per_turn']:.2f} | {r['truncated']:.3f} |")  # fmt: skip
+        lines.append(f"| {t} | {r['turns']} | {r['well_formed']:.3f} | {r['clean']:.3f} | {r['clean_inside']:.3f} "
+                     f"| {r['executed_per_turn']:.2f} | {r['rejected_per_turn']:.2f} ({r['past_end_per_turn']:.2f}) "
+                     f"| {r['truncated']:.3f} |")  # fmt: skip
     return "\n".join(lines) + "\n"

@@ -20,6 +20,10 @@ CLEAN = (' 2 windows in parallel.</think>\n<tool_call>\n{"name": "crop_video", "
 BACKWARDS = (' 2 windows in parallel.</think>\n<tool_call>\n{"name": "crop_video", "arguments": {"start_time": 0.0, '
              '"end_time": 10.0}}\n</tool_call>\n<tool_call>\n{"name": "crop_video", "arguments": {"start_time": 10.0, '
              '"end_time": 5.0}}\n</tool_call>')  # fmt: skip
+# the probe's videos are 30-40 s long: a window from 60 s lies wholly past the end
+PAST_END = (' 2 windows in parallel.</think>\n<tool_call>\n{"name": "crop_video", "arguments": {"start_time": 0.0, '
+            '"end_time": 20.0}}\n</tool_call>\n<tool_call>\n{"name": "crop_video", "arguments": {"start_time": 60.0, '
+            '"end_time": 80.0}}\n</tool_call>')  # fmt: skip
 BROKEN = (' 2 windows in parallel.</think>\n<tool_call>\n{"name": "crop_video", "arguments": {"start_time": 0.0, '
           '"end_time": 10.0}}\n</tool_call>\n<tool_call>\n{"name": "arguments": "arguments": 10.0}}\n<tool_call>')
 
@@ -57,7 +61,7 @@ def call_data(tmp_path_factory):
 def test_the_prefix_is_forced_and_each_turn_is_scored_by_the_env(tiny_qwen3, call_data, think_prefix):
     _, samples = call_data
     base = HFPolicy.from_pretrained(tiny_qwen3, max_pixels=4096, think_prefix=think_prefix)
-    policy = Continuations(base, [CLEAN, BACKWARDS, BROKEN])
+    policy = Continuations(base, [CLEAN, BACKWARDS, BROKEN, PAST_END])
     out = probe_call_writing(policy, samples, SMALL_ENV, temperatures=(0.0, 0.7), per_video=3)
     # every prompt ends with the forced opening words (after the think prefix, the policy's or the probe's)
     assert all(t.endswith(" I will inspect") and "<think>" in t for t in policy.tails)
@@ -66,8 +70,11 @@ def test_the_prefix_is_forced_and_each_turn_is_scored_by_the_env(tiny_qwen3, cal
     # greedy saw CLEAN then BACKWARDS: both parse, the second has a call the env refuses
     assert greedy["well_formed"] == 1.0 and greedy["clean"] == 0.5
     assert greedy["executed_per_turn"] == 1.5 and greedy["rejected_per_turn"] == 0.5
-    # sampled saw BROKEN, CLEAN, BACKWARDS twice over: a third of the turns do not parse, a third are clean
-    assert sampled["well_formed"] == pytest.approx(2 / 3) and sampled["clean"] == pytest.approx(1 / 3)
+    assert greedy["clean_inside"] == 0.5 and greedy["past_end_per_turn"] == 0.0  # 10 -> 5 lies inside the video
+    # sampled saw BROKEN, PAST_END, CLEAN, BACKWARDS, BROKEN, PAST_END: a window past the end is refused, which
+    # "clean" counts against the turn and "clean inside the video" does not
+    assert sampled["well_formed"] == pytest.approx(4 / 6) and sampled["clean"] == pytest.approx(1 / 6)
+    assert sampled["clean_inside"] == pytest.approx(3 / 6) and sampled["past_end_per_turn"] == pytest.approx(2 / 6)
     assert any("tool_call" in p for p in sampled["example_problems"])
     assert "| 0.7 | 6 |" in to_markdown(out)
 
