@@ -53,7 +53,8 @@ def probe_call_writing(policy: HFPolicy, samples: Sequence[VideoQASample], env: 
     # With the policy's forced think prefix the prompt already ends in "<think>\n"; without it the probe writes it.
     head = prefix if policy.think_prefix else THINK_PREFIX + prefix
     head_ids = policy.tokenizer.encode(head, add_special_tokens=False)
-    out: dict[str, Any] = {"prefix": prefix, "videos": len(samples), "by_temperature": {}}
+    out: dict[str, Any] = {"prefix": prefix, "videos": len(samples), "frame_budget": env.frame_budget,
+                           "per_video": per_video, "by_temperature": {}}  # fmt: skip
     try:
         for temperature in temperatures:
             reps = 1 if temperature == 0 else per_video
