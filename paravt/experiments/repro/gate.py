@@ -3,7 +3,7 @@
 The paper's comparison is about what RL does to a policy's tool use: vanilla GRPO drops the calls, PARA-GRPO
 keeps them. On a cold start that cannot see the needle the arms compare blind policies and every verdict is
 noise (issue 39: the first repro's cold start scored 0.06 held-out and 0.000 from a 64-frame overview). So,
-after the cold start and before any RL step, three checks on the held-out videos (``GateConfig``):
+after the cold start and before any RL step, four checks on the held-out videos (``GateConfig``):
 
 - **it sees a crop**: accuracy after one oracle crop (``paravt.experiments.probe``) minus accuracy with the
   same crop's frames grey (the blank-video rate) is at least ``min_crop_lift``;
@@ -14,7 +14,12 @@ after the cold start and before any RL step, three checks on the held-out videos
   first sentence naming the right colour in 18 of the 27 overviews that showed the needle);
 - **it calls**: κ, executed crops per rollout, of the step-1 rollouts of each arm in ``arms`` (the rollouts RL
   starts from, at the training temperature), averaged over the run's first ``kappa_seeds`` RL seeds (one
-  step is 8-16 rollouts), is at least ``min_kappa``.
+  step is 8-16 rollouts), is at least ``min_kappa``;
+- **it writes its calls**: forced to open a call turn (``paravt.experiments.call_probe``), the share of turns
+  sampled at the training temperature that are well formed and whose calls inside the video all run is at
+  least ``min_call_writing``. κ counts the crops that ran, not the ones the policy meant: the first repro cold
+  start that saw (gate version 2) passed κ for PARA-GRPO while only 6 of 80 of its forced call turns were well
+  formed (windows such as ``12-10``), so RL compared arms on a tool no policy could aim.
 
 The figures go to ``OUT/coldstart/gate.json`` (reused on a rerun with the same gate) and into the report. A
 failed gate stops the run with ``GateFailed`` naming each failed check with its figure and threshold;
@@ -50,13 +55,19 @@ class GateConfig:
     """Arms whose step-1 rollouts are checked: the fixed K = 64 arm and the gated one."""
     kappa_seeds: int = 3
     """Step-1 batches per arm, one per RL seed of the run (its first ones): their κ is averaged."""
+    min_call_writing: float = 0.5
+    """Forced call turns sampled at the training temperature that are well formed with every call inside the
+    video run, at least (the main job's two-pass cold starts: 0.79-0.84; the one-pass ones, whose RL broke its
+    calls: 0.33-0.45; the first seeing repro cold start: 0.04)."""
+    call_samples: int = 2
+    """Sampled forced call turns per held-out video for that check."""
     limit: int | None = None
     """Held-out samples probed (None: all)."""
 
 
-GATE_VERSION = 2
+GATE_VERSION = 3
 """What the saved figures mean; a ``gate.json`` of another version is measured again (1: the overview answered
-with calls suppressed; 2: the answer forced after the policy's think)."""
+with calls suppressed; 2: the answer forced after the policy's think; 3: the call-writing check added)."""
 
 
 class GateFailed(RuntimeError):
@@ -80,20 +91,26 @@ def best_constant_rate(samples) -> float:
 
 def measure(out: Path, cfg, gate: GateConfig, progress: bool = False) -> dict[str, Any]:
     """The gate's figures on ``out``'s cold start and held-out videos (probe, constant rate, step-1 κ)."""
+    from paravt.experiments.call_probe import probe_call_writing
     from paravt.experiments.probe import ProbeConfig, load_checkpoint, probe_perception
     from paravt.experiments.repro.step1 import step1
-    from paravt.experiments.repro.train import coldstart_model
+    from paravt.experiments.repro.train import base_config, coldstart_model
     from paravt_env import load_samples
 
     model = coldstart_model(out)
     samples = load_samples(Path(out) / "coldstart" / "heldout", strict=False)
     samples = samples[: gate.limit] if gate.limit else samples
+    rollout = base_config(cfg).rollout  # the call-writing check samples as RL's rollouts will
+    temperature = rollout.temperature
     policy, env = load_checkpoint(str(model))
     try:
         probe = probe_perception(policy, samples, ProbeConfig(env=env, overview_budgets=(4, gate.overview_budget)),
                                  progress=progress)  # fmt: skip
+        writing = probe_call_writing(policy, samples, env, temperatures=(temperature,), per_video=gate.call_samples,
+                                     max_new_tokens=rollout.max_new_tokens)  # fmt: skip
     finally:
         del policy
+    written = writing["by_temperature"][f"{temperature:g}"]
     constant = best_constant_rate(samples)
     seeds = list(cfg.seeds[: gate.kappa_seeds])
     step = {}
@@ -112,6 +129,10 @@ def measure(out: Path, cfg, gate: GateConfig, progress: bool = False) -> dict[st
         *(_check(f"calls ({arm})", "κ of the step-1 rollouts", step[arm]["kappa"], gate.min_kappa,
                  f"format compliance {step[arm]['compliance']:.3f}; seeds {', '.join(map(str, seeds))}: κ "
                  + ", ".join(f"{r['kappa']:.2f}" for r in step[arm]["per_seed"])) for arm in gate.arms),
+        _check("writes its calls", f"forced call turns at T={temperature:g}: well formed, every call inside the video run",
+               written["clean_inside"], gate.min_call_writing,
+               f"well formed {written['well_formed']:.3f}; calls per turn run {written['executed_per_turn']:.2f}, "
+               f"refused {written['rejected_per_turn']:.2f}; {written['turns']} turns"),
     ]  # fmt: skip
     return {
         "passed": all(c["passed"] for c in checks),
@@ -119,6 +140,7 @@ def measure(out: Path, cfg, gate: GateConfig, progress: bool = False) -> dict[st
         "probe": {k: v for k, v in probe.items() if k != "rows"},
         "constant_answer": constant,
         "step1": step,
+        "call_writing": writing,
         "n": len(samples),
         "gate": asdict(gate),
     }

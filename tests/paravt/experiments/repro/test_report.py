@@ -24,7 +24,12 @@ def test_repro_smoke_gates_resumes_and_reports(tmp_path, monkeypatch, capsys, ca
     gate = json.loads((out / "coldstart" / "gate.json").read_text())
     assert gate["passed"] is False and gate["passed"] == all(c["passed"] for c in gate["checks"])
     assert {c["name"] for c in gate["checks"]} == {"sees a crop", "sees the overview", "calls (vanilla_grpo)",
-                                                   "calls (para_grpo)"}  # fmt: skip
+                                                   "calls (para_grpo)", "writes its calls"}  # fmt: skip
+    # the call-writing check sampled the held-out videos at the recipe's temperature, 2 turns each
+    (written,) = gate["call_writing"]["by_temperature"].values()
+    assert written["turns"] == 2 * 2 and list(gate["call_writing"]["by_temperature"]) == ["0.7"]
+    (check,) = [c for c in gate["checks"] if c["name"] == "writes its calls"]
+    assert check["value"] == written["clean_inside"] and check["passed"] == (check["value"] >= 0.5)
     assert all(c["name"] in err for c in gate["checks"] if not c["passed"])
     assert not (out / "arms").exists()
     assert "probe gate (**failed**" in (out / "report.md").read_text()
