@@ -95,7 +95,11 @@ def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration:
     seen = visible_events(sample, overview_times)
     if len(seen) >= needed:
         if check:
-            return check_turn(sample, seen, overview_times, duration, window=check_window or window)
+            if widen:
+                return check_turn(sample, seen, overview_times, duration, window=check_window or window)
+            # with the fixed coverage grid the check crops the grid's window, so every bound stays a multiple
+            # of ``window`` (a centred window's bounds, t - 8 s, were arithmetic a 2-layer model never learnt)
+            return check_turn(sample, seen, overview_times, duration, window=window, grid=True)
         return answer_turn(sample, seen, "overview")
     if guess is not None:
         return guess_turn(guess)
@@ -122,13 +126,17 @@ CHECK_TEXT = "I will inspect 1 window to check."
 
 
 def check_turn(sample: VideoQASample, seen: list, overview_times: Sequence[float], duration: float, *,
-               window: float) -> str:
+               window: float, grid: bool = False) -> str:
     """The strong tool prior's turn where the overview already shows the needle: say so, then crop one
-    ``window`` centred on the first overview frame that shows it (clamped to the video) to check."""
+    ``window`` centred on the first overview frame that shows it (clamped to the video) to check; with
+    ``grid``, the window of the coverage grid (multiples of ``window``) that holds that frame."""
     times = np.asarray(list(overview_times), dtype=np.float64)
     e = seen[0]
     t = float(times[(times >= e.start) & (times < e.end)][0])
-    start = min(max(0.0, t - window / 2), max(0.0, duration - window))
+    if grid:
+        start = window * math.floor(t / window)
+    else:
+        start = min(max(0.0, t - window / 2), max(0.0, duration - window))
     what = ", ".join(f"a {describe(x)}" for x in seen)
     return (f"{THINK_PREFIX}The overview shows {what}. {CHECK_TEXT}</think>\n"
             f"{format_tool_call(start, min(duration, start + window))}")  # fmt: skip

@@ -85,6 +85,11 @@ def test_check_turn_crops_around_the_frame_that_already_shows_the_needle():
     # a miss still covers the video: check only changes what happens when the overview answers
     missed = parse_response(first_turn(s, [10.0, 61.25], 70.0, window=20.0, max_calls=5, check=True))
     assert len(missed.valid_tool_calls) == 4
+    # on the fixed coverage grid the check crops the grid window holding the frame: bounds stay multiples of 20
+    for times, want in (([10.0, 41.0, 60.0], (40.0, 60.0)), ([10.0, 67.0], (60.0, 70.0))):
+        sample = s if want[0] == 40.0 else late
+        turn = first_turn(sample, times, 70.0, window=20.0, max_calls=5, check=True, check_window=16.0, widen=False)
+        assert [(c.start_time, c.end_time) for c in parse_response(turn).valid_tool_calls] == [want]
 
 
 def _crop_times(windows, frames: int) -> list[float]:
