@@ -18,8 +18,8 @@ after the cold start and before any RL step, four checks on the held-out videos 
 - **it writes its calls**: forced to open a call turn (``paravt.experiments.call_probe``), the share of turns
   sampled at the training temperature that are well formed and whose calls inside the video all run is at
   least ``min_call_writing``. κ counts the crops that ran, not the ones the policy meant: the first repro cold
-  start that saw (gate version 2) passed κ for PARA-GRPO while only 6 of 80 of its forced call turns were well
-  formed (windows such as ``12-10``), so RL compared arms on a tool no policy could aim.
+  start that saw (gate version 2) passed κ for PARA-GRPO while 9 of its 80 forced call turns were well formed
+  and 0.088 ran as written (windows such as ``12-10``), so RL compared arms on a tool no policy could aim.
 
 The figures go to ``OUT/coldstart/gate.json`` (reused on a rerun with the same gate) and into the report. A
 failed gate stops the run with ``GateFailed`` naming each failed check with its figure and threshold;
@@ -58,7 +58,7 @@ class GateConfig:
     min_call_writing: float = 0.5
     """Forced call turns sampled at the training temperature that are well formed with every call inside the
     video run, at least (the main job's two-pass cold starts: 0.79-0.84; the one-pass ones, whose RL broke its
-    calls: 0.33-0.45; the first seeing repro cold start: 0.04)."""
+    calls: 0.33-0.45, probed on the first 20 held-out videos; the first seeing repro cold start: 0.088)."""
     call_samples: int = 2
     """Sampled forced call turns per held-out video for that check."""
     limit: int | None = None
