@@ -49,7 +49,6 @@ def run(args: argparse.Namespace) -> int:
         sample_tool_use,
         to_markdown,
     )
-    from paravt_env import load_samples
 
     apply_threads(args)
     if args.what == "calls":
@@ -58,18 +57,29 @@ def run(args: argparse.Namespace) -> int:
         budgets = tuple(int(b) for b in args.budgets.split(",") if b.strip())
     except ValueError:
         raise ValueError(f"--budgets must be comma-separated integers, got {args.budgets!r}") from None
-    if args.limit is not None and args.limit < 2:
-        raise ValueError(f"--limit must be at least 2 (the 'other' condition borrows another video), got {args.limit}")
-    samples = load_samples(args.data, strict=False)
-    if args.limit is not None:
-        samples = samples[: args.limit]
+    samples = _samples(args, 2, " (the 'other' condition borrows another video)")
     policy, env = load_checkpoint(args.checkpoint)
     cfg = ProbeConfig(env=env, window=args.window, overview_budgets=budgets)
     summary = probe_perception(policy, samples, cfg, progress=not args.no_progress)
     temperature = 1.0 if args.temperature is None else args.temperature
     if temperature > 0:
         summary["sampling"] = sample_tool_use(policy, samples, env, temperature=temperature)
-    if args.json:
+    return _emit(summary, args.json, to_markdown)
+
+
+def _samples(args: argparse.Namespace, minimum: int, why: str = "") -> list:
+    """``--data``'s samples, the first ``--limit`` of them when given (at least ``minimum``)."""
+    from paravt_env import load_samples
+
+    if args.limit is not None and args.limit < minimum:
+        raise ValueError(f"--limit must be at least {minimum}{why}, got {args.limit}")
+    samples = load_samples(args.data, strict=False)
+    return samples if args.limit is None else samples[: args.limit]
+
+
+def _emit(summary: dict, as_json: bool, to_markdown) -> int:
+    """Print the probe's summary as JSON or as its markdown table."""
+    if as_json:
         json.dump(summary, sys.stdout, indent=2)
         print()
     else:
@@ -80,25 +90,15 @@ def run(args: argparse.Namespace) -> int:
 def _run_calls(args: argparse.Namespace) -> int:
     from paravt.experiments.call_probe import CALL_PREFIX, probe_call_writing, to_markdown
     from paravt.experiments.probe import load_checkpoint
-    from paravt_env import load_samples
 
     temperature = 0.7 if args.temperature is None else args.temperature
     if temperature < 0:
         raise ValueError(f"--temperature must be >= 0, got {temperature}")
     if args.per_video < 1:
         raise ValueError(f"--per-video must be at least 1, got {args.per_video}")
-    samples = load_samples(args.data, strict=False)
-    if args.limit is not None:
-        if args.limit < 1:
-            raise ValueError(f"--limit must be at least 1, got {args.limit}")
-        samples = samples[: args.limit]
+    samples = _samples(args, 1)
     policy, env = load_checkpoint(args.checkpoint)
     temperatures = (0.0,) if temperature == 0 else (0.0, temperature)
     summary = probe_call_writing(policy, samples, env, temperatures=temperatures, per_video=args.per_video,
                                  prefix=CALL_PREFIX if args.prefix is None else args.prefix)  # fmt: skip
-    if args.json:
-        json.dump(summary, sys.stdout, indent=2)
-        print()
-    else:
-        print(to_markdown(summary), end="")
-    return 0
+    return _emit(summary, args.json, to_markdown)

@@ -89,18 +89,18 @@ def _score_turn(vt: VideoToolEnv, sample: VideoQASample, text: str, *, truncated
 
 
 def _summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    def share(key) -> float:
-        return float(np.mean([bool(key(r)) for r in rows])) if rows else float("nan")
+    def mean(value) -> float:  # of value(row) over the rows; a share where value is a condition
+        return float(np.mean([float(value(r)) for r in rows])) if rows else float("nan")
 
     return {
         "turns": len(rows),
-        "well_formed": share(lambda r: r["well_formed"]),
-        "clean": share(lambda r: r["well_formed"] and r["rejected"] == 0 and r["executed"] > 0),
-        "clean_inside": share(lambda r: r["well_formed"] and r["rejected"] == r["past_end"] and r["executed"] > 0),
-        "executed_per_turn": float(np.mean([r["executed"] for r in rows])) if rows else float("nan"),
-        "rejected_per_turn": float(np.mean([r["rejected"] for r in rows])) if rows else float("nan"),
-        "past_end_per_turn": float(np.mean([r["past_end"] for r in rows])) if rows else float("nan"),
-        "truncated": share(lambda r: r["truncated"]),
+        "well_formed": mean(lambda r: r["well_formed"]),
+        "clean": mean(lambda r: r["well_formed"] and r["rejected"] == 0 and r["executed"] > 0),
+        "clean_inside": mean(lambda r: r["well_formed"] and r["rejected"] == r["past_end"] and r["executed"] > 0),
+        "executed_per_turn": mean(lambda r: r["executed"]),
+        "rejected_per_turn": mean(lambda r: r["rejected"]),
+        "past_end_per_turn": mean(lambda r: r["past_end"]),
+        "truncated": mean(lambda r: r["truncated"]),
         "example_problems": [p for r in rows for p in r["problems"]][:5],
     }
 
