@@ -7,12 +7,20 @@ from dataclasses import asdict
 import pytest
 
 from paravt.experiments.repro import gate as gate_module
-from paravt.experiments.repro.gate import GateConfig, GateFailed, best_constant_rate, gate_path, run_gate
+from paravt.experiments.repro.gate import (
+    GateConfig,
+    GateFailed,
+    best_constant_rate,
+    gate_path,
+    kappa_seeds_for,
+    run_gate,
+)
 from paravt.experiments.repro.train import ReproConfig
 from paravt_env.data import VideoQASample
 
 
-def _result(passed: bool, gate: GateConfig, seeds=(0, 1, 2)) -> dict:
+def _result(passed: bool, gate: GateConfig, seeds=None) -> dict:
+    seeds = kappa_seeds_for(ReproConfig().seeds, gate.kappa_seeds) if seeds is None else seeds
     value = 0.5 if passed else 0.1
     checks = [{"name": "sees a crop", "what": "oracle - grey", "value": value, "threshold": gate.min_crop_lift,
                "passed": value >= gate.min_crop_lift, "detail": "oracle 0.6, grey 0.5"}]  # fmt: skip
@@ -36,6 +44,16 @@ def test_a_saved_gate_is_reused_only_for_the_same_thresholds_and_seeds(tmp_path,
     monkeypatch.setattr(gate_module, "GATE_VERSION", gate_module.GATE_VERSION + 1)
     run_gate(tmp_path, ReproConfig(seeds=(5, 6, 7)), stricter)
     assert len(calls) == 3  # figures measured another way are measured again
+
+
+def test_kappa_is_sampled_at_the_runs_own_seeds_first_then_at_unused_ones():
+    """The κ check sees the step 1 the run's arms train on, and enough more batches that one lucky or unlucky
+    8-rollout step does not decide it (issue 39: vanilla GRPO's step-1 κ ranged 0.25-2.62 over 13 seeds)."""
+    assert GateConfig().kappa_seeds >= 8
+    assert kappa_seeds_for([0, 1, 2], 8) == [0, 1, 2, 3, 4, 5, 6, 7]
+    assert kappa_seeds_for([5, 3], 4) == [5, 3, 0, 1]
+    assert kappa_seeds_for([2, 2, 9], 3) == [2, 9, 0]  # a repeated seed is one batch, not two
+    assert kappa_seeds_for(list(range(10, 20)), 3) == [10, 11, 12]
 
 
 def test_a_failed_gate_stops_naming_each_failed_check_unless_told_to_go_on(tmp_path, caplog):
