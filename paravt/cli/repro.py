@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 
@@ -60,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
         write_report,
     )
     from paravt.experiments.repro.train import ARMS, ReproConfig, run_training
+    from paravt.experiments.repro.wall import WallClock
 
     if args.steps is not None and args.steps < 1:
         raise ValueError(f"--steps must be at least 1, got {args.steps}")
@@ -78,21 +78,13 @@ def run(args: argparse.Namespace) -> int:
     from paravt.cli.train import interrupt_on_sigterm
 
     interrupt_on_sigterm()  # a SIGTERM saves the running arm's checkpoint, as Ctrl-C does
-    timing_path = out / "wall_s.json"
-    wall = json.loads(timing_path.read_text()) if timing_path.is_file() else {}
-
-    def timed(key: str, fn, *a):
-        t0 = time.perf_counter()
-        try:
-            return fn(*a)
-        finally:  # an interrupted stage's time counts too: the run resumes from where it stopped
-            wall[key] = wall.get(key, 0.0) + time.perf_counter() - t0
-            timing_path.parent.mkdir(parents=True, exist_ok=True)
-            timing_path.write_text(json.dumps(wall, indent=2) + "\n")
+    clock = WallClock(out / "wall_s.json")
+    wall, timed = clock.seconds, clock.timed
 
     if not args.report_only:
         def after_arm(arm: str, seed: int, run_dir: Path) -> None:
             evaluate_run(run_dir, out / "coldstart" / "heldout", cfg, progress)
+            clock.flush()
             write_report(out, cfg, coldstart_summary(out, cfg), wall)  # a partial report after every run
 
         from paravt.experiments.repro.train import prepare
@@ -114,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                   lambda: run_training(cfg, out, progress=progress, on_arm=after_arm, prepared=True))
         else:
             timed("arms, trained and evaluated", run_parallel, cfg, out, args.jobs, progress,
-                  lambda: write_report(out, cfg, coldstart_summary(out, cfg), wall), args.threads)
+                  lambda: clock.flush() or write_report(out, cfg, coldstart_summary(out, cfg), wall), args.threads)
     else:  # the report of the run on disk, under the settings it was run with
         if not (out / "repro.json").is_file():
             raise FileNotFoundError(f"{out} holds no repro run (no repro.json)")
