@@ -82,10 +82,13 @@ def run(args: argparse.Namespace) -> int:
     wall, timed = clock.seconds, clock.timed
 
     if not args.report_only:
+        def after_run() -> None:  # a partial report, and the stage's time so far, after every finished run
+            clock.flush()
+            write_report(out, cfg, coldstart_summary(out, cfg), wall)
+
         def after_arm(arm: str, seed: int, run_dir: Path) -> None:
             evaluate_run(run_dir, out / "coldstart" / "heldout", cfg, progress)
-            clock.flush()
-            write_report(out, cfg, coldstart_summary(out, cfg), wall)  # a partial report after every run
+            after_run()
 
         from paravt.experiments.repro.train import prepare
         from paravt.learners.threads import resolve_threads, set_torch_threads
@@ -106,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
                   lambda: run_training(cfg, out, progress=progress, on_arm=after_arm, prepared=True))
         else:
             timed("arms, trained and evaluated", run_parallel, cfg, out, args.jobs, progress,
-                  lambda: clock.flush() or write_report(out, cfg, coldstart_summary(out, cfg), wall), args.threads)
+                  after_run, args.threads)
     else:  # the report of the run on disk, under the settings it was run with
         if not (out / "repro.json").is_file():
             raise FileNotFoundError(f"{out} holds no repro run (no repro.json)")

@@ -223,9 +223,9 @@ def long_needles(tmp_path_factory):
 @pytest.mark.parametrize("recipe", ["tiny_cpu", "repro_cpu"])
 def test_the_shipped_teachers_continue_their_coverage_on_long_videos(long_needles, tiny_qwen3, recipe):
     """The main job's and the repro's teachers (``coverage: continue``) through the real env on real 110-150 s
-    videos, cropping on a K = 4 overview: every call bound, check crops included, is a multiple of the window,
-    whatever the duration (the repro's widened windows were bounds its cold start could not write: issue 39);
-    where the first round (0-100 s) missed, the next turn starts at 100 s and the episode ends in an answer."""
+    videos, cropping on a K = 4 overview: every call bound is a multiple of the window, whatever the duration
+    (the repro's widened windows were bounds its cold start could not write: issue 39); where the first round
+    (0-100 s) missed, the next turn starts at 100 s and the episode ends in an answer."""
     pytest.importorskip("torch")
     from paravt.learners.coldstart.pipeline import teacher_episodes
     from paravt.learners.config import load_recipe
