@@ -36,6 +36,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from paravt_env.storage import write_text_atomic
+
 logger = logging.getLogger(__name__)
 
 
@@ -170,6 +172,7 @@ def run_gate(out: Path, cfg, gate: GateConfig | None = None, *, enforce: bool = 
     it is logged as a warning."""
     gate = gate or GateConfig()
     path = gate_path(out)
+    seeds = kappa_seeds_for(cfg.seeds, gate.kappa_seeds)
     result = None
     if path.is_file():
         try:
@@ -177,15 +180,12 @@ def run_gate(out: Path, cfg, gate: GateConfig | None = None, *, enforce: bool = 
         except (OSError, ValueError):
             saved = {}
         same = (saved.get("version") == GATE_VERSION and saved.get("gate") == json.loads(json.dumps(asdict(gate)))
-                and saved.get("seeds") == kappa_seeds_for(cfg.seeds, gate.kappa_seeds))  # fmt: skip
+                and saved.get("seeds") == seeds)  # fmt: skip
         result = saved if same else None
     if result is None:
         logger.info("repro: probe gate on the cold start (%s)", path.parent / "coldstart" / "model")
-        result = {**measure(out, cfg, gate, progress), "seeds": kappa_seeds_for(cfg.seeds, gate.kappa_seeds),
-                  "version": GATE_VERSION}  # fmt: skip
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        result = {**measure(out, cfg, gate, progress), "seeds": seeds, "version": GATE_VERSION}
+        write_text_atomic(path, json.dumps(result, indent=2) + "\n")
     if not result["passed"]:
         message = failure_message(result, path)
         if enforce:

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from paravt_env.storage import write_text_atomic
+
 
 class WallClock:
     """Seconds per stage, read from and written to ``path`` (a JSON object: stage name -> seconds)."""
@@ -41,6 +43,4 @@ class WallClock:
         self.seconds[self._stage] = self.seconds.get(self._stage, 0.0) + now - self._since
         self._since = now
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.seconds, indent=2) + "\n")
-        tmp.replace(self.path)
+        write_text_atomic(self.path, json.dumps(self.seconds, indent=2) + "\n")
