@@ -4,7 +4,7 @@
 
     env = gymnasium.make("ParaVT/VideoTool-v0", samples="runs/synth/samples.jsonl", dispatch="parallel")
 
-Imports with numpy, gymnasium and the video decoders only; never torch (see ../shared/DESIGN.md).
+Imports with numpy, gymnasium and the video decoders only; never torch (docs/reference.md#the-light-import-rule).
 """
 
 import gymnasium

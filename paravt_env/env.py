@@ -9,6 +9,7 @@ raise: malformed output becomes feedback and is scored.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -115,6 +116,14 @@ class VideoToolEnv(gym.Env[dict, str]):
         self.frame_budget = cfg.frame_budget
         self._executed_calls = 0
         self._episode: Episode | None = None
+
+    def set_subagent(self, subagent: Any) -> None:
+        """Give "subagent" mode the sub-agent each crop goes to (a callable ``SubAgentRequest -> str`` or an
+        object with ``batch``), from the next ``reset`` on. For a caller that builds the env before the
+        sub-agent exists (a recipe's config holds ``PENDING_SUBAGENT``; the trainer attaches the policy itself,
+        one recorder per episode). The env gets a new, validated config; the one it was built with is left
+        alone, since other envs may share it."""
+        self.config = dataclasses.replace(self.config, subagent=subagent)
 
     # --- episode ----------------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:

@@ -25,7 +25,7 @@ def _model_device():
     if not target or target == "cpu":
         yield
         return
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
 
     original = HFPolicy.__dict__["from_pretrained"]
 
@@ -69,7 +69,7 @@ def synth_small(tmp_path_factory):
 def tiny_qwen3(tmp_path_factory):
     """A tiny random-weight Qwen3-VL checkpoint built locally (no hub), once per test session."""
     pytest.importorskip("torch")
-    from paravt.learners.policies.tiny_model import build_tiny_model
+    from paravt.policies.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny_qwen3_vl") / "model", arch="qwen3_vl", seed=0)
 

@@ -33,7 +33,7 @@ SKIP = [
     (r"\$HF_HOME|\$DATA", "the released benchmark / training data"),
     (r"^paravt export openrlhf .*--data /data/", "/data/paravt_rl.parquet stands for the released parquet"),
     (r"openai:|sglang:", "a model server"),
-    (r"^paravt serve\b(?!-env)", "a model server runs until stopped (tests/paravt/learners/policies test it as a process)"),
+    (r"^paravt serve\b(?!-env)", "a model server runs until stopped (tests/paravt/policies test it as a process)"),
 ]
 FENCE = re.compile(r"(?:<!--\s*skip-test:\s*(?P<why>.*?)\s*-->\s*\n)?^```(?P<lang>[\w-]*)\n(?P<code>.*?)^```", re.S | re.M)
 

@@ -43,7 +43,7 @@ FIGURES = ("rollout_s", "reference_s", "update_s", "wall_s", "tokens_per_s", "tr
 
 def _measured_trainer():
     """The local trainer, remembering the forward FLOPs of what each update trained on."""
-    from paravt.learners.advantages import training_units
+    from paravt.learners.advantages import trained_trajectories
     from paravt.learners.model_flops import FlopModel
     from paravt.learners.trainer import Trainer
 
@@ -52,8 +52,8 @@ def _measured_trainer():
 
         def update(self, groups, **kwargs):  # noqa: ANN001, ANN003, ANN202
             flops = FlopModel.of(self.policy.model)
-            units = training_units(groups, self.cfg)[0]
-            self.last_forward_flops = sum(flops.sequence_flops(tr.encoded) for tr, *_ in units)
+            trained = trained_trajectories(groups, self.cfg)
+            self.last_forward_flops = sum(flops.sequence_flops(tr.encoded) for tr in trained)
             return super().update(groups, **kwargs)
 
     return MeasuredTrainer

@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     from paravt.learners.adapters.openrlhf import run_local_episode
     from paravt.learners.adapters.openrlhf.alignment import check_alignment
     from paravt.learners.adapters.openrlhf.local_engine import ScriptedEngine
-    from paravt.learners.policies.hf import HFPolicy
     from paravt.learners.run_setup import resolve_data, resolve_model_path
+    from paravt.policies.hf import HFPolicy
 
     model = resolve_model_path(cfg)
     sample = resolve_data(cfg)[0]

@@ -1,5 +1,5 @@
 """Peak memory and time of the training log-probs at Qwen-VL's vocabulary: chunked and recomputed
-(``paravt.learners.policies.logprobs.target_logprobs``) against one fp32 log-softmax over every position (the path
+(``paravt.policies.logprobs.target_logprobs``) against one fp32 log-softmax over every position (the path
 before it), forward and backward, side by side.
 
     python -m benchmarks.perf.logprob_memory [--positions 4096] [--vocab 151936] [--device cpu|cuda] [--out X.json]
@@ -31,7 +31,7 @@ def run_one(path: str, positions: int, vocab: int, device: str) -> dict:
     """In this process: forward and backward of one path; its extra peak memory and time."""
     import torch
 
-    from paravt.learners.policies.logprobs import target_logprobs
+    from paravt.policies.logprobs import target_logprobs
 
     torch.manual_seed(0)
     cuda = device == "cuda"

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     model = args.model
     if model is None:
-        from paravt.learners.policies.tiny_model import build_tiny_model
+        from paravt.policies.tiny_model import build_tiny_model
 
         model = str(build_tiny_model(Path(tempfile.mkdtemp()) / "model", arch="qwen3_vl", seed=0))
     proc, url = start(model)

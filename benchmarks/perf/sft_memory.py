@@ -51,7 +51,7 @@ def train_one_pass(shard: Path, rows: int, mode: str, model: Path) -> dict:
     """In this process: one pass over ``shard`` (one row per step), streamed or all rows read first."""
     import torch
 
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
 
     torch.manual_seed(0)
     policy = HFPolicy.from_pretrained(model)
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         shard, rows, mode = args.child
         print(json.dumps(train_one_pass(Path(shard), int(rows), mode, Path(args.model))))
         return 0
-    from paravt.learners.policies.tiny_model import build_tiny_model
+    from paravt.policies.tiny_model import build_tiny_model
 
     results = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -27,9 +27,13 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from paravt.learners.config import load_recipe  # noqa: E402
-from paravt.learners.grpo import clipped_policy_loss, kl_penalty, masked_mean  # noqa: E402
+from paravt.learners.grpo import (  # noqa: E402
+    clipped_policy_loss,
+    kl_penalty,
+    masked_mean,
+    sequence_advantages,  # noqa: E402
+)
 from paravt.learners.metrics import rollout_metrics  # noqa: E402
-from paravt.learners.para_grpo import sequence_advantages  # noqa: E402
 from paravt.learners.rollout import run_group  # noqa: E402
 from paravt.learners.trainer import Trainer  # noqa: E402
 
@@ -41,7 +45,7 @@ def checkpoint(tmp_path_factory) -> str:
     given = os.environ.get("PARAVT_BENCH_CHECKPOINT")
     if given:
         return given
-    from paravt.learners.policies.tiny_model import build_tiny_model
+    from paravt.policies.tiny_model import build_tiny_model
 
     return str(build_tiny_model(tmp_path_factory.mktemp("bench_rl") / "model", arch="qwen3_vl", seed=0))
 

@@ -29,7 +29,7 @@ ROUNDS = 3
 
 @pytest.fixture(scope="module")
 def trainer(tmp_path_factory) -> Trainer:
-    from paravt.learners.policies.tiny_model import build_tiny_model
+    from paravt.policies.tiny_model import build_tiny_model
 
     root = tmp_path_factory.mktemp("bench_threads")
     model = build_tiny_model(root / "model", arch="qwen3_vl", seed=0)

@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"paravt {args.command}: error: {exc}{install_hint(exc)}", file=sys.stderr)
         return 1
     except RuntimeError as exc:  # a corrupt video or a failing server named by the library: still one line
-        from paravt.learners.policies.remote import ServerError
+        from paravt.policies.remote import ServerError
         from paravt_env.video import VideoDecodeError
 
         if not isinstance(exc, (VideoDecodeError, ServerError)):

@@ -23,7 +23,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
 
 
 def run_dispatch(args: argparse.Namespace) -> int:
-    from paravt.experiments.dispatch import run_dispatch_benchmark, to_markdown, write_results
+    from paravt.evaluation.dispatch_bench import run_dispatch_benchmark, to_markdown, write_results
     from paravt_env import load_samples
 
     # Every row asked for counts in n (a missing video is an error row), as in paravt eval.

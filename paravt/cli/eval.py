@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         resolve_turn_tokens,
         sampling_config,
     )
-    from paravt.evaluation.policies import make_agent_factory, preflight
+    from paravt.evaluation.policy_specs import make_agent_factory, preflight
     from paravt.evaluation.report import to_markdown
 
     missing = [f"--{k}" for k in ("policy", "data", "out") if not getattr(args, k)]
@@ -183,7 +183,7 @@ def run_suite_command(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from paravt.evaluation.harness import OPTION_KEYS, eval_options, resolve_turn_tokens
-    from paravt.evaluation.policies import make_agent_factory, preflight
+    from paravt.evaluation.policy_specs import make_agent_factory, preflight
     from paravt.evaluation.suite import COLUMN_KEYS, run_suite, to_markdown
 
     missing = [f"--{k.replace('_', '-')}" for k in ("policy", "data_root", "out") if not getattr(args, k)]

@@ -14,10 +14,12 @@ import argparse
 
 
 def add_parser(sub, name: str, help_text: str) -> None:
+    from paravt.learners.adapters.engines import exporters
+
     p = sub.add_parser(name, help=help_text, description=help_text)
     which = p.add_subparsers(dest="target", metavar="TARGET", required=True)
-    o = which.add_parser("openrlhf", help="JSONL rows for openrlhf.cli.train_ppo_ray (--data.input_key prompt --data.label_key label)")
-    v = which.add_parser("verl", help="a parquet for verl's RLHFDataset, the agent-loop config and the length settings")
+    targets = {target: which.add_parser(target, help=what) for target, what in exporters().items()}  # the engine table's
+    o, v = targets["openrlhf"], targets["verl"]
     for q, out_help in ((o, "output JSONL"), (v, "output directory (train.parquet, agent_loops.yaml, paravt_verl.yaml)")):
         q.add_argument("--recipe", required=True, metavar="NAME|YAML",
                        help="the recipe whose env the rollouts play (e.g. paragrpo_qwen3vl_8b)")

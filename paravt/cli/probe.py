@@ -3,11 +3,11 @@
 ``perception``: accuracy after an oracle crop with the crop frames right, grey, or another video's; how far the
 next-token distribution moves when only the pixels change; and the Tool Necessity Gap (answers from the
 overview alone at K=4 and K=64); then whole episodes sampled at temperature 1: κ, calls per calling turn, share
-of well-formed turns. See ``paravt.experiments.probe``.
+of well-formed turns. See ``paravt.probes.perception``.
 
 ``calls``: the opening words of a call turn forced after the overview, the rest written by the checkpoint,
 greedy and at ``--temperature`` (default 0.7, the RL recipes'): the share of turns that parse and whose calls
-all run. See ``paravt.experiments.call_probe``.
+all run. See ``paravt.probes.calls``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from paravt.cli import apply_threads
-    from paravt.experiments.probe import (
+    from paravt.probes.perception import (
         ProbeConfig,
         load_checkpoint,
         probe_perception,
@@ -88,8 +88,8 @@ def _emit(summary: dict, as_json: bool, to_markdown) -> int:
 
 
 def _run_calls(args: argparse.Namespace) -> int:
-    from paravt.experiments.call_probe import CALL_PREFIX, probe_call_writing, to_markdown
-    from paravt.experiments.probe import load_checkpoint
+    from paravt.probes.calls import CALL_PREFIX, probe_call_writing, to_markdown
+    from paravt.probes.perception import load_checkpoint
 
     temperature = 0.7 if args.temperature is None else args.temperature
     if temperature < 0:

@@ -51,6 +51,7 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from paravt.experiments.repro.arms import ARMS, ReproConfig
     from paravt.experiments.repro.gate import GateFailed
     from paravt.experiments.repro.report import (
         coldstart_summary,
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         evaluate_run,
         write_report,
     )
-    from paravt.experiments.repro.train import ARMS, ReproConfig, run_training
+    from paravt.experiments.repro.train import run_training
     from paravt.experiments.repro.wall import WallClock
 
     if args.steps is not None and args.steps < 1:
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
                       eval_limit=args.eval_limit, eval_frame_budgets=budgets, gate=not args.no_gate)  # fmt: skip
     out = Path(args.out)
     progress = not args.no_progress
-    from paravt.cli.train import interrupt_on_sigterm
+    from paravt.learners.interrupts import interrupt_on_sigterm
 
     interrupt_on_sigterm()  # a SIGTERM saves the running arm's checkpoint, as Ctrl-C does
     clock = WallClock(out / "wall_s.json")

@@ -18,7 +18,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from paravt.cli import apply_threads
-    from paravt.learners.policies.server import serve
+    from paravt.policies.server import serve
 
     apply_threads(args)
 

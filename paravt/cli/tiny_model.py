@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-ARCHS = ("qwen3_vl", "qwen2_5_vl")  # paravt.learners.policies.tiny_model.ARCHS, repeated so --help stays light
-SIZES = ("tiny", "2b", "8b")  # paravt.learners.policies.tiny_model.SIZES
+ARCHS = ("qwen3_vl", "qwen2_5_vl")  # paravt.policies.tiny_model.ARCHS, repeated so --help stays light
+SIZES = ("tiny", "2b", "8b")  # paravt.policies.tiny_model.SIZES
 
 
 def add_parser(sub, name: str, help_text: str) -> None:
@@ -25,7 +25,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     import json
 
-    from paravt.learners.policies.tiny_model import build_tiny_model
+    from paravt.policies.tiny_model import build_tiny_model
 
     out = build_tiny_model(args.out, arch=args.arch, seed=args.seed, overwrite=args.overwrite, size=args.size,
                            device=args.device)  # fmt: skip

@@ -70,7 +70,7 @@ def policy_card(spec: str) -> dict:
     """The policy card of an ``hf:DIR`` checkpoint trained here (``{}`` for anything else)."""
     if not spec.startswith("hf:"):
         return {}
-    from paravt.learners.policies.card import read_card
+    from paravt.policies.card import read_card
 
     path = Path(spec[3:])
     if not path.exists():
@@ -105,8 +105,8 @@ def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *,
                         progress: bool = True, temperature: float = 0.0, seed: int = 0) -> dict[str, Any]:  # fmt: skip
     """``paravt eval --policy hf:MODEL --data DATA --out OUT [--dispatch D] [--frame-budget K] [--temperature T
     --seed S] [--max-new-tokens N]``: a checkpoint trained here, every other option (tokens per turn included:
-    ``paravt.learners.policies.card.turn_tokens``) from its policy card; every sample asked for counts in ``n``."""
-    from paravt.evaluation.policies import make_agent_factory
+    ``paravt.policies.card.turn_tokens``) from its policy card; every sample asked for counts in ``n``."""
+    from paravt.evaluation.policy_specs import make_agent_factory
     from paravt_env import load_samples
 
     spec = f"hf:{model}"
@@ -125,7 +125,7 @@ def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *,
 
 def resolve_turn_tokens(spec: str, requested: int | None) -> int:
     """Tokens per turn: what was asked, else an ``hf:`` checkpoint's card (``turn_tokens``), else 2048."""
-    from paravt.learners.policies.card import DEFAULT_MAX_NEW_TOKENS, turn_tokens
+    from paravt.policies.card import DEFAULT_MAX_NEW_TOKENS, turn_tokens
 
     if requested is not None:
         if requested < 1:

@@ -55,7 +55,7 @@ class RunSettings:
     """The rollouts' sampling temperature (``rollout.temperature``)."""
     max_new_tokens: int
     """Tokens per turn the run's rollouts had (``rollout.max_new_tokens``): the policies are evaluated under the
-    cap they were trained under (``paravt.learners.policies.card.turn_tokens``)."""
+    cap they were trained under (``paravt.policies.card.turn_tokens``)."""
 
 
 def run_settings(run: Path) -> RunSettings:
@@ -120,9 +120,9 @@ def evaluate_run(run: Path, budgets: tuple[int, ...], long: tuple[Span | str, ..
                  progress: bool = False) -> dict[str, dict[str, dict[str, float | None]]]:  # fmt: skip
     """{policy: {setting: figures}} of one run; evaluations already written are kept when their checkpoint is
     unchanged."""
-    from paravt.cli.train import fresh
     from paravt.evaluation.fingerprints import checkpoint_identity
     from paravt.evaluation.harness import evaluate_checkpoint
+    from paravt.evaluation.heldout import fresh
 
     if not (run / "config.json").is_file():
         raise FileNotFoundError(f"{run} holds no config.json: not a paravt train run")

@@ -1,4 +1,4 @@
-"""A run's checkpoint on disk: written aside, flushed, verified, then swapped in, so that neither a kill at any
+"""A run's checkpoint on disk: what it holds, how it is read back, and how it is written aside, flushed, verified, then swapped in, so that neither a kill at any
 instant nor a full disk costs the last good one.
 
     RUN/checkpoint/         the newest complete checkpoint (state.json, trainer.pt, model/, reference.pt)
@@ -16,12 +16,17 @@ import errno
 import json
 import logging
 import os
+import random
 import shutil
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from paravt.learners.policies.card import CARD_NAME
+import numpy as np
+import torch
+
+from paravt.policies.card import CARD_NAME, write_card
 from paravt_env import storage
 
 logger = logging.getLogger(__name__)
@@ -108,3 +113,53 @@ def save(out: Path, state: dict[str, Any], write_files: Callable[[Path], None]) 
     shutil.rmtree(ckpt, ignore_errors=True)
     os.replace(tmp, ckpt)
     storage.fsync_dir(out)
+
+
+# --- what a checkpoint holds -------------------------------------------------------------------------------
+def rng_states() -> dict[str, Any]:
+    """torch's, numpy's and Python's global RNG states (what a checkpoint restores)."""
+    return {"torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}
+
+
+def set_rng_states(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["torch_rng"])
+    np.random.set_state(states["numpy_rng"])
+    random.setstate(states["python_rng"])
+
+
+def save_model(model: Any, target: Path, source: Path | None, cfg: Any) -> None:
+    """``model`` as a loadable checkpoint: weights, the tokenizer / processor files of ``source``, and a policy card
+    naming the protocol it was trained with under ``cfg`` (a ``TrainConfig``; ``paravt.policies.card``)."""
+    target.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(target)
+    if source is not None:  # tokenizer, processor configs, chat template
+        for f in Path(source).iterdir():
+            if f.is_file() and not f.name.startswith(("model", "config.json", "generation_config")):
+                shutil.copy2(f, target / f.name)
+    low, high = cfg.model.processor_pixels(cfg.env.min_pixels, cfg.env.max_pixels)
+    write_card(target, think_prefix=cfg.think_prefix, env=asdict(cfg.env), algorithm=cfg.algorithm,
+               processor_pixels={"min_pixels": low, "max_pixels": high},
+               max_new_tokens=cfg.rollout.max_new_tokens)  # fmt: skip
+
+
+def training_files(model: Any, optimizer: Any, reference: Any, rng: dict[str, Any], source: Path | None,
+                   cfg: Any) -> Callable[[Path], None]:  # fmt: skip
+    """The ``write_files`` of ``save`` for a training run: ``model/`` (``save_model``), ``trainer.pt`` (the optimiser
+    and the RNG states ``rng``) and, with a KL reference, ``reference.pt``."""
+
+    def write(tmp: Path) -> None:
+        save_model(model, tmp / "model", source, cfg)
+        torch.save({"optimizer": optimizer.state_dict(), **rng}, tmp / "trainer.pt")
+        if reference is not None:
+            torch.save(reference.state_dict(), tmp / "reference.pt")
+
+    return write
+
+
+def load(ckpt: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+    """``state.json``, ``trainer.pt`` (optimiser and RNG states) and the reference's state dict (None without one)
+    of the checkpoint ``ckpt`` (verified by ``recover`` first)."""
+    state = json.loads((ckpt / "state.json").read_text())
+    extra = torch.load(ckpt / "trainer.pt", weights_only=False)
+    reference = torch.load(ckpt / "reference.pt") if (ckpt / "reference.pt").is_file() else None
+    return state, extra, reference

@@ -349,7 +349,7 @@ def check_counts(cfg: TrainConfig) -> None:
              "rollout.group_size": (cfg.rollout.group_size, 1), "rollout.prompts_per_step": (cfg.rollout.prompts_per_step, 1),
              "rollout.max_new_tokens": (cfg.rollout.max_new_tokens, 1), "env.frame_budget": (cfg.env.frame_budget, 1),
              "env.max_turns": (cfg.env.max_turns, 1), "optim.micro_batch": (cfg.optim.micro_batch, 1), "env.max_parallel": (cfg.env.max_parallel, 1)}  # fmt: skip
-    from paravt.learners.policies.tiny_model import SIZES
+    from paravt.policies.tiny_model import SIZES
 
     if cfg.model.size not in SIZES:
         raise ValueError(f"recipe key model.size must be one of {', '.join(SIZES)}, got {cfg.model.size!r}")

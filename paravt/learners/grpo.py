@@ -105,6 +105,36 @@ def batch_normalize(advantages: torch.Tensor, eps: float = 1e-6, *, weights: tor
     return (a - mean) / (std + eps)
 
 
+def scaled_rewards(rewards: torch.Tensor, config: GRPOConfig) -> torch.Tensor:
+    """``scale * r + bias``, clipped to ``±reward_clip`` when set (the release's order)."""
+    out = rewards.float() * config.reward_scale + config.reward_bias
+    if config.reward_clip is not None:
+        out = out.clamp(-config.reward_clip, config.reward_clip)
+    return out
+
+
+def sequence_advantages(rewards: list[list[float]], config: GRPOConfig,
+                        tokens: list[list[int]] | None = None) -> list[list[float]]:  # fmt: skip
+    """Scalar advantage per rollout: group-normalise each group's scaled (and clipped) rewards, then
+    (optionally) the batch, over rollouts or over tokens (``tokens``: each rollout's loss-token count, needed
+    with ``batch_norm_weighting="token"``)."""
+    groups = [group_advantages(scaled_rewards(torch.tensor(g), config), config.std_normalize, config.adv_eps,
+                               unbiased=config.std_unbiased) for g in rewards]  # fmt: skip
+    flat = torch.cat(groups)
+    if config.batch_adv_norm:
+        weights = None
+        if config.batch_norm_weighting == "token":
+            if tokens is None:
+                raise ValueError("batch_norm_weighting='token' needs each rollout's loss-token count")
+            weights = torch.tensor([n for g in tokens for n in g], dtype=torch.float32)
+        flat = batch_normalize(flat, config.adv_eps, weights=weights, unbiased=config.std_unbiased)
+    out, i = [], 0
+    for g in rewards:
+        out.append(flat[i : i + len(g)].tolist())
+        i += len(g)
+    return out
+
+
 def kl_reward_to_go(old_logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor, beta: float) -> torch.Tensor:
     """Per token, the sum from that token to the end of ``-beta * (old_logp - ref_logp)`` over the generated
     tokens (``mask``): the KL part of the return with γ = λ = 1. Zero where ``mask`` is 0 (prompt, tool
@@ -156,11 +186,3 @@ def clipped_policy_loss(
         clip_frac = masked_mean(((ratio < 1.0 - eps_low) | (ratio > 1.0 + eps_high)).float(), mask)
         mean_ratio = masked_mean(ratio, mask)
     return loss, {"clip_fraction": float(clip_frac), "ratio": float(mean_ratio)}
-
-
-def scaled_rewards(rewards: torch.Tensor, config: GRPOConfig) -> torch.Tensor:
-    """``scale * r + bias``, clipped to ``±reward_clip`` when set (the release's order)."""
-    out = rewards.float() * config.reward_scale + config.reward_bias
-    if config.reward_clip is not None:
-        out = out.clamp(-config.reward_clip, config.reward_clip)
-    return out

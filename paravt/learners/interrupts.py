@@ -60,3 +60,11 @@ def commit_section() -> Iterator[None]:
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: installed outside Python
         for sig in dict.fromkeys(pending):  # each held signal once, in arrival order
             signal.raise_signal(sig)
+
+
+def interrupt_on_sigterm() -> None:
+    """SIGTERM interrupts like Ctrl-C, and neither is lost if it lands in a finalizer (``request_interrupt``). SIGINT is left ignored where it was (a run started with
+    ``&``)."""
+    signal.signal(signal.SIGTERM, request_interrupt)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, request_interrupt)

@@ -69,7 +69,7 @@ class FlopModel:
         vision += 4 * self.vision_depth * self.vision_width * sum(p * p for p in image_patches)
         return text + vision
 
-    def sequence_flops(self, encoded) -> int:  # noqa: ANN001 - paravt.learners.policies.encoded.Encoded
+    def sequence_flops(self, encoded) -> int:  # noqa: ANN001 - paravt.policies.encoded.Encoded
         """Forward FLOPs of one encoded sequence (its ids and its images' grids)."""
         grids = [] if encoded.image_grid_thw is None else [int(t * h * w) for t, h, w in encoded.image_grid_thw.tolist()]
         return self.forward_flops(len(encoded.input_ids), grids)

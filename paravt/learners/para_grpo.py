@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import torch
 
-from paravt.learners.grpo import GRPOConfig, batch_normalize, group_advantages, scaled_rewards
 from paravt_env.gating import FRAME_BUDGETS
 from paravt_env.rewards import RewardConfig
 
@@ -114,28 +113,6 @@ def algorithm(name: str, para: ParaGRPOConfig) -> Algorithm:
     if name not in ALGORITHMS:
         raise ValueError(f"TrainConfig.algorithm must be one of {sorted(ALGORITHMS)}, got {name!r}")
     return ALGORITHMS[name](para)
-
-
-def sequence_advantages(rewards: list[list[float]], config: GRPOConfig,
-                        tokens: list[list[int]] | None = None) -> list[list[float]]:  # fmt: skip
-    """Scalar advantage per rollout: group-normalise each group's scaled (and clipped) rewards, then
-    (optionally) the batch, over rollouts or over tokens (``tokens``: each rollout's loss-token count, needed
-    with ``batch_norm_weighting="token"``)."""
-    groups = [group_advantages(scaled_rewards(torch.tensor(g), config), config.std_normalize, config.adv_eps,
-                               unbiased=config.std_unbiased) for g in rewards]  # fmt: skip
-    flat = torch.cat(groups)
-    if config.batch_adv_norm:
-        weights = None
-        if config.batch_norm_weighting == "token":
-            if tokens is None:
-                raise ValueError("batch_norm_weighting='token' needs each rollout's loss-token count")
-            weights = torch.tensor([n for g in tokens for n in g], dtype=torch.float32)
-        flat = batch_normalize(flat, config.adv_eps, weights=weights, unbiased=config.std_unbiased)
-    out, i = [], 0
-    for g in rewards:
-        out.append(flat[i : i + len(g)].tolist())
-        i += len(g)
-    return out
 
 
 def token_anchored_advantages(

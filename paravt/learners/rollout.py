@@ -7,9 +7,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from paravt.learners.policies.agent import PolicySubAgent
-from paravt.learners.policies.hf import HFPolicy
-from paravt.learners.trajectory import Trajectory, TrajectoryBuilder
+from paravt.learners.trajectory import Trajectory, TrajectoryBuilder, single_turn_trajectory
+from paravt.policies.agent import PolicySubAgent
+from paravt.policies.hf import HFPolicy
 from paravt_env.messages import observation_messages
 from paravt_env.records import episode_record, prompt_sha, turn_entry
 from paravt_env.rewards import parse_span
@@ -50,9 +50,9 @@ def run_batch(
         base = env.unwrapped
         recorder = None
         if base.config.tool_result == "subagent":
-            if subagent is None:  # weight sharing: the policy itself, recorded per episode
-                recorder = PolicySubAgent(policy, record=True)
-            base.config.subagent = subagent if subagent is not None else recorder
+            if subagent is None:  # weight sharing: the policy itself, its summaries recorded per episode
+                recorder = PolicySubAgent(policy, recorder=single_turn_trajectory)
+            base.set_subagent(subagent if subagent is not None else recorder)
         recorders.append(recorder)
         obs, info = env.reset(seed=seed, options=opts)
         history = observation_messages(obs, info)

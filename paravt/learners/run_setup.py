@@ -9,6 +9,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from paravt.evaluation.heldout import COUNTERFACTUAL_SPLIT, HELDOUT_SPLIT
 from paravt.learners.config import TrainConfig
 from paravt_env import EnvConfig, load_samples
 from paravt_env.paths import cache_dir
@@ -42,7 +43,6 @@ def resolve_perception_data(cfg: TrainConfig):
     return generate_dataset(synth_dir(synth), synth, progress=False, workers=2)
 
 
-COUNTERFACTUAL_SPLIT = "heldout_counterfactual"
 """The held-out split's counterfactual copy (``write_heldout(..., counterfactual=True)``)."""
 
 
@@ -58,7 +58,7 @@ def write_heldout(cfg: TrainConfig, out: Path, *, counterfactual: bool = False):
 
     synth = cfg.data.synth_config(n=cfg.data.heldout_n, seed=cfg.data.heldout_seed,
                                   counterfactual="colour" if counterfactual else "")  # fmt: skip
-    return generate_dataset(out / (COUNTERFACTUAL_SPLIT if counterfactual else "heldout"), synth, progress=False, workers=2)
+    return generate_dataset(out / (COUNTERFACTUAL_SPLIT if counterfactual else HELDOUT_SPLIT), synth, progress=False, workers=2)
 
 
 def resolve_model_path(cfg: TrainConfig) -> Path | str:
@@ -69,7 +69,7 @@ def resolve_model_path(cfg: TrainConfig) -> Path | str:
         if local and not path.is_dir():
             raise FileNotFoundError(f"model.path {cfg.model.path} is not a checkpoint directory (it does not exist)")
         return str(path) if local else cfg.model.path
-    from paravt.learners.policies.tiny_model import BUILDER_VERSION, build_tiny_model
+    from paravt.policies.tiny_model import BUILDER_VERSION, build_tiny_model
 
     size = cfg.model.size
     name = f"tiny_{cfg.model.tiny_arch}" if size == "tiny" else f"random_{cfg.model.tiny_arch}_{size}"

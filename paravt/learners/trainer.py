@@ -16,17 +16,14 @@ import copy
 import json
 import logging
 import random
-import shutil
 import statistics
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from paravt.learners import checkpoint
-from paravt.learners.advantages import kl_reward_advantages, training_units
+from paravt.learners.advantages import kl_in_reward, training_units
 from paravt.learners.coldstart.pipeline import run_cold_start
 from paravt.learners.coldstart.sft import progress_bar
 from paravt.learners.coldstart.store import ColdStartStore
@@ -39,14 +36,13 @@ from paravt.learners.grpo import (
 from paravt.learners.interrupts import commit_section, raise_if_requested
 from paravt.learners.metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
 from paravt.learners.optim import adamw
-from paravt.learners.para_grpo import token_anchored_advantages
-from paravt.learners.policies.card import CARD_NAME, write_card
-from paravt.learners.policies.encoded import length_buckets
-from paravt.learners.policies.hf import HFPolicy
 from paravt.learners.rollout import run_batch
 from paravt.learners.run_setup import env_config, resolve_data, resolve_model_path, resolve_perception_data
 from paravt.learners.step_clock import StepClock
 from paravt.learners.trajectory import Trajectory
+from paravt.policies.card import CARD_NAME
+from paravt.policies.encoded import length_buckets
+from paravt.policies.hf import HFPolicy
 from paravt_env import VideoToolEnv, storage
 from paravt_env.config import flatten_dotted
 from paravt_env.memory import release_free_memory
@@ -132,7 +128,7 @@ class Trainer:
         holds the position and RNGs of the last completed step, as its weights do: the interrupted step is
         replayed whole on ``--resume``, and the run continues as if never interrupted."""
         self._committed = {"step": self.step, "epoch": self.epoch, "cursor": self.cursor, "order": list(self.order),
-                           "rng": rng_states()}  # fmt: skip
+                           "rng": checkpoint.rng_states()}  # fmt: skip
 
     def _new_optimizer(self) -> torch.optim.AdamW:
         return adamw(self.policy.model.parameters(), lr=self.cfg.optim.lr, weight_decay=self.cfg.optim.weight_decay)
@@ -178,7 +174,7 @@ class Trainer:
         cfg = self.cfg
         rng_file = self.out / "coldstart" / "rng.pt"
         if self.from_coldstart and rng_file.is_file():
-            set_rng_states(torch.load(rng_file, weights_only=False))
+            checkpoint.set_rng_states(torch.load(rng_file, weights_only=False))
             self._commit()
         if self.resumed or self.from_coldstart or (cfg.perception.steps <= 0 and cfg.sft.steps <= 0):
             return
@@ -189,7 +185,7 @@ class Trainer:
         # masters are copied from the weights as they are now, not as they were before the cold start).
         self.optimizer = self._new_optimizer()
         with commit_section():
-            torch.save(rng_states(), rng_file)
+            torch.save(checkpoint.rng_states(), rng_file)
             self._save_model(target, self.base_path)
             (self.out / "coldstart" / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
             storage.fsync_tree(self.out / "coldstart")
@@ -252,42 +248,38 @@ class Trainer:
         frozen reference's forward passes (``StepClock.reference``)."""
         cfg = self.cfg
         clock = clock or StepClock(self.policy.device)
-        units, token_level, kl_reward = training_units(groups, cfg)
         step, cap = max(1, cfg.optim.micro_batch), cfg.optim.micro_batch_tokens
-        with clock.reference():
-            token_adv = self._kl_reward_advantages(units, token_level, step, cap) if kl_reward else None
+
+        def reference_logprobs(encoded: list) -> list[torch.Tensor]:  # the KL in the reward's form needs them first
+            with torch.no_grad(), clock.reference():
+                return self.policy.batch_logprobs(encoded, model=self._reference(), micro_batch=step, max_tokens=cap)
+
+        units = training_units(groups, cfg, reference_logprobs)
+        kl_in_loss = cfg.grpo.kl_coef > 0 and not kl_in_reward(cfg)  # in the reward form it is in the advantages
 
         # Update: one PPO-clipped step, forward/backward one length bucket of trajectories at a time
         # (``optim.micro_batch`` rows, ``optim.micro_batch_tokens`` padded tokens).
         self.policy.model.train()
         self.optimizer.zero_grad()
         stats: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}
-        for bucket in length_buckets([len(tr.encoded.input_ids) for tr, *_ in units], max_rows=step, max_tokens=cap):
+        for bucket in length_buckets([len(u.trajectory.input_ids) for u in units], max_rows=step, max_tokens=cap):
             chunk = [units[i] for i in bucket]
-            encoded = [tr.encoded for tr, *_ in chunk]
+            encoded = [u.trajectory.encoded for u in chunk]
             logps = self.policy.batch_logprobs(encoded, micro_batch=step, max_tokens=cap)
-            refs = [None] * len(chunk)
-            if cfg.grpo.kl_coef > 0:
-                with torch.no_grad(), clock.reference():
-                    refs = self.policy.batch_logprobs(encoded, model=self._reference(), micro_batch=step, max_tokens=cap)
+            refs = reference_logprobs(encoded) if cfg.grpo.kl_coef > 0 else [None] * len(chunk)
             total = torch.zeros((), device=logps[0].device)
-            for i, (tr, at, af, weight), logp, ref in zip(bucket, chunk, logps, refs, strict=True):
+            for unit, logp, ref in zip(chunk, logps, refs, strict=True):
+                tr = unit.trajectory
                 mask = torch.tensor(tr.loss_mask[1:], dtype=torch.float32, device=logp.device)
                 old = torch.tensor(tr.logprobs[1:], dtype=torch.float32, device=logp.device)
-                if token_adv is not None:
-                    adv = token_adv[i].to(logp.device)
-                elif token_level:
-                    struct = torch.tensor(tr.struct_mask[1:], device=logp.device)
-                    adv = token_anchored_advantages(at, af, struct, cfg.para.anchor_weight)
-                else:
-                    adv = torch.full_like(logp, at)
+                adv = unit.advantages.to(logp.device)
                 loss, diag = clipped_policy_loss(logp, old, adv, mask, cfg.grpo.eps_clip, cfg.grpo.eps_clip_high, cfg.grpo.is_cap)
                 kl = torch.zeros((), device=logp.device)
                 if ref is not None:
                     kl = masked_mean(kl_penalty(logp, ref, cfg.grpo.kl_estimator), mask)
-                    if not kl_reward:  # in the reward form the KL is already in the advantages
+                    if kl_in_loss:
                         loss = loss + cfg.grpo.kl_coef * kl
-                total = total + weight * loss
+                total = total + unit.weight * loss
                 stats["loss"].append(float(loss.detach()))
                 stats["kl"].append(float(kl.detach()))
                 stats["clip_fraction"].append(diag["clip_fraction"])
@@ -297,18 +289,11 @@ class Trainer:
         if apply:
             self._apply_gradients()
         means = {k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()}
-        return {**means, "train_tokens": sum(len(tr.encoded.input_ids) for tr, *_ in units)}
+        return {**means, "train_tokens": sum(len(u.trajectory.input_ids) for u in units)}
 
     def _apply_gradients(self) -> None:
         torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.cfg.optim.grad_clip)
         self.optimizer.step()
-
-    def _kl_reward_advantages(self, units: list, token_level: bool, micro_batch: int, cap: int | None) -> list[torch.Tensor]:
-        """``advantages.kl_reward_advantages`` with the frozen reference's log-probs of every unit."""
-        with torch.no_grad():
-            refs = self.policy.batch_logprobs([tr.encoded for tr, *_ in units], model=self._reference(),
-                                              micro_batch=micro_batch, max_tokens=cap)  # fmt: skip
-        return kl_reward_advantages(units, refs, self.cfg, token_level)
 
     def _reference(self):
         """The frozen initial policy (after the cold start), for the KL penalty."""
@@ -318,44 +303,27 @@ class Trainer:
                 p.requires_grad_(False)
         return self.ref_model
 
-    # -- checkpoints --------------------------------------------------------------------------------------
+    # -- checkpoints (the files: ``paravt.learners.checkpoint``) -------------------------------------------
     def _save_model(self, target: Path, source: Path | None) -> None:
-        """The policy as a loadable checkpoint: weights, the tokenizer / processor files of ``source``, and a
-        policy card naming the protocol it was trained with (``paravt.learners.policies.card``)."""
-        target.mkdir(parents=True, exist_ok=True)
-        self.policy.model.save_pretrained(target)
-        if source is not None:  # tokenizer, processor configs, chat template
-            for f in Path(source).iterdir():
-                if f.is_file() and not f.name.startswith(("model", "config.json", "generation_config")):
-                    shutil.copy2(f, target / f.name)
-        low, high = self.cfg.model.processor_pixels(self.cfg.env.min_pixels, self.cfg.env.max_pixels)
-        write_card(target, think_prefix=self.cfg.think_prefix, env=asdict(self.cfg.env), algorithm=self.cfg.algorithm,
-                   processor_pixels={"min_pixels": low, "max_pixels": high},
-                   max_new_tokens=self.cfg.rollout.max_new_tokens)  # fmt: skip
+        checkpoint.save_model(self.policy.model, target, source, self.cfg)
 
     def save(self) -> None:
-        """The model, optimiser, RNG and data position, swapped in atomically (``paravt.learners.checkpoint``)."""
+        """The model, optimiser, RNG and data position of the last completed step, swapped in atomically."""
         state = {k: v for k, v in self._committed.items() if k != "rng"}
-        checkpoint.save(self.out, state, self._write_checkpoint)
-        self.resumed = True
-
-    def _write_checkpoint(self, tmp: Path) -> None:
         source = self.ckpt / "model" if self.resumed and (self.ckpt / "model").is_dir() else self.base_path
         if source is None and self.from_coldstart:
             source = self.out / "coldstart" / "model"
-        self._save_model(tmp / "model", source)
-        torch.save({"optimizer": self.optimizer.state_dict(), **self._committed["rng"]}, tmp / "trainer.pt")
-        if self.ref_model is not None:
-            torch.save(self.ref_model.state_dict(), tmp / "reference.pt")
+        checkpoint.save(self.out, state, checkpoint.training_files(self.policy.model, self.optimizer, self.ref_model,
+                                                                   self._committed["rng"], source, self.cfg))  # fmt: skip
+        self.resumed = True
 
     def _load_state(self) -> None:
-        state = json.loads((self.ckpt / "state.json").read_text())
+        state, extra, reference = checkpoint.load(self.ckpt)
         self.step, self.epoch, self.cursor, self.order = state["step"], state["epoch"], state["cursor"], state["order"]
-        extra = torch.load(self.ckpt / "trainer.pt", weights_only=False)
         self.optimizer.load_state_dict(extra["optimizer"])
-        set_rng_states(extra)
-        if (self.ckpt / "reference.pt").is_file():
-            self._reference().load_state_dict(torch.load(self.ckpt / "reference.pt"))
+        checkpoint.set_rng_states(extra)
+        if reference is not None:
+            self._reference().load_state_dict(reference)
         # Metrics after the checkpoint belong to steps that will be run again: drop them.
         if self.metrics_path.exists():
             rows = read_jsonl(self.metrics_path)
@@ -408,15 +376,3 @@ class Trainer:
         for env in self.envs:
             env.close()
         self._lock.release()
-
-
-def rng_states() -> dict[str, Any]:
-    """torch's, numpy's and Python's global RNG states (what a checkpoint restores)."""
-    return {"torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}
-
-
-def set_rng_states(states: dict[str, Any]) -> None:
-    torch.set_rng_state(states["torch_rng"])
-    np.random.set_state(states["numpy_rng"])
-    random.setstate(states["python_rng"])
-

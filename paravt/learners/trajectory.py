@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from paravt.learners.policies.encoded import Encoded
-from paravt.learners.policies.hf import HFPolicy
+from paravt.policies.encoded import Encoded
+from paravt.policies.hf import HFPolicy
 from paravt_env.messages import Message
 from paravt_env.protocol import STRUCTURAL_TAGS
 

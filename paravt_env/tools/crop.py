@@ -1,7 +1,7 @@
 """``crop_video``: turn a parsed tool call into a safe crop of the current sample's video, and run it.
 
-Security rule (../shared/DESIGN.md): a crop only ever reads the current sample's own video. Whatever path the
-model writes into the call is never opened; it is only mentioned in the feedback when it differs.
+Security rule (docs/reference.md#the-crop-security-rule): a crop only ever reads the current sample's own video.
+Whatever path the model writes into the call is never opened; it is only mentioned in the feedback when it differs.
 """
 
 from __future__ import annotations

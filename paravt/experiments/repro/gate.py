@@ -5,7 +5,7 @@ keeps them. On a cold start that cannot see the needle the arms compare blind po
 noise (issue 39: the first repro's cold start scored 0.06 held-out and 0.000 from a 64-frame overview). So,
 after the cold start and before any RL step, four checks on the held-out videos (``GateConfig``):
 
-- **it sees a crop**: accuracy after one oracle crop (``paravt.experiments.probe``) minus accuracy with the
+- **it sees a crop**: accuracy after one oracle crop (``paravt.probes.perception``) minus accuracy with the
   same crop's frames grey (the blank-video rate) is at least ``min_crop_lift``;
 - **it sees the overview**: accuracy answering from a ``overview_budget``-frame overview alone minus the best
   constant answer's accuracy on the same videos is at least ``min_overview_lift``. The answer is forced after
@@ -16,7 +16,7 @@ after the cold start and before any RL step, four checks on the held-out videos 
   starts from, at the training temperature), averaged over ``kappa_seeds`` RL seeds (the run's own first, so
   the gate sees the step 1 its runs train on, then the next unused ones: one step is 8-16 rollouts, and over
   13 seeds of the repro cold start vanilla GRPO's step-1 κ ranged 0.25-2.62), is at least ``min_kappa``;
-- **it writes its calls**: forced to open a call turn (``paravt.experiments.call_probe``), the share of turns
+- **it writes its calls**: forced to open a call turn (``paravt.probes.calls``), the share of turns
   sampled at the training temperature that are well formed and whose calls inside the video all run is at
   least ``min_call_writing``. κ counts the crops that ran, not the ones the policy meant: the first repro cold
   start that saw (gate version 2) passed κ for PARA-GRPO while 9 of its 80 forced call turns were well formed
@@ -105,10 +105,10 @@ def best_constant_rate(samples) -> float:
 
 def measure(out: Path, cfg, gate: GateConfig, progress: bool = False) -> dict[str, Any]:
     """The gate's figures on ``out``'s cold start and held-out videos (probe, constant rate, step-1 κ)."""
-    from paravt.experiments.call_probe import probe_call_writing
-    from paravt.experiments.probe import ProbeConfig, load_checkpoint, probe_perception
+    from paravt.experiments.repro.arms import base_config, coldstart_model
     from paravt.experiments.repro.step1 import step1
-    from paravt.experiments.repro.train import base_config, coldstart_model
+    from paravt.probes.calls import probe_call_writing
+    from paravt.probes.perception import ProbeConfig, load_checkpoint, probe_perception
     from paravt_env import load_samples
 
     model = coldstart_model(out)

@@ -31,7 +31,8 @@ from typing import Any
 from paravt.evaluation.harness import evaluate_checkpoint
 from paravt.evaluation.report import summarize
 from paravt.evaluation.store import read_results
-from paravt.experiments.repro.train import ARM_LABELS, ReproConfig, coldstart_model, finished_runs
+from paravt.experiments.repro.arms import ARM_LABELS, ReproConfig, coldstart_model
+from paravt.experiments.repro.train import finished_runs
 from paravt.experiments.stats import finite, mean_ci
 
 PAPER = {

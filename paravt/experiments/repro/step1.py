@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from paravt.experiments.repro.train import ARMS, ReproConfig, arm_config
+from paravt.experiments.repro.arms import ARMS, ReproConfig, arm_config
 
 
 def seed_range(text: str) -> list[int]:

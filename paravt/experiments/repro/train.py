@@ -5,19 +5,8 @@ several seeds, each arm changing only what the paper changes.
     OUT/coldstart/heldout/         held-out videos of the training distribution, never trained on
     OUT/arms/ARM/seedS/            an RL run from OUT/coldstart/coldstart/model
 
-The arms (arXiv 2605.20342: vanilla GRPO vs PARA-GRPO, and the two single-component ablations):
-
-- ``vanilla_grpo``: GRPO with the release's vanilla settings (``paravt/rl/configs/vanilla_grpo_8b.yaml``):
-  no think prefix, no answer-suffix weighting, no anchoring, fixed overview budget;
-- ``para_grpo``: Exploration Anchoring (think prefix, answer suffix, anchor λ=0.5) + nFrames Gating;
-- ``ea_only``: PARA-GRPO without nFrames Gating;
-- ``gating_only``: PARA-GRPO without Exploration Anchoring (no prefix, no suffix, λ=0);
-- ``para_grpo_scored`` / ``ea_only_scored``: the two EA arms under the reward variant that scores the forced
-  ``<think>\n`` as the policy's own opening tag (the paper's intent; the release scores generated text only).
-
-Everything else (data, cold start, optimiser, rollout settings, steps) is the recipe's, identical for every
-arm. Every stage is resumable: a finished stage is skipped, an interrupted arm resumes from its last
-checkpoint (or restarts when it had none).
+The arms and their settings are in ``paravt.experiments.repro.arms``. Every stage is resumable: a finished stage
+is skipped, an interrupted arm resumes from its last checkpoint (or restarts when it had none).
 """
 
 from __future__ import annotations
@@ -28,99 +17,14 @@ import logging
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from paravt.learners.config import TrainConfig, load_recipe
+from paravt.experiments.repro.arms import ARMS, ReproConfig, arm_config, arm_dir, base_config, coldstart_model
 from paravt_env import storage
 
 logger = logging.getLogger(__name__)
-
-ARMS: dict[str, dict[str, Any]] = {
-    "vanilla_grpo": {"algorithm": "grpo"},
-    "para_grpo": {"algorithm": "para_grpo"},
-    "ea_only": {"algorithm": "para_grpo", "para.nframes_gating": False},
-    "gating_only": {"algorithm": "para_grpo", "para.think_prefix": False, "para.answer_suffix": False,
-                    "para.anchor_weight": 0.0},
-    # The EA claim again under the reward the paper describes: the forced "<think>\n" scored as the policy's
-    # opening tag (RewardConfig.score_forced_prefix). Under the release's reward a bare answer after the forced
-    # prefix outscores a closed think block, so EA was only tested under that quirk.
-    "para_grpo_scored": {"algorithm": "para_grpo", "para.prefix_scored": True},
-    "ea_only_scored": {"algorithm": "para_grpo", "para.nframes_gating": False, "para.prefix_scored": True},
-}  # fmt: skip
-"""Recipe overrides of each arm, on top of the shared recipe."""
-
-ARM_LABELS = {"vanilla_grpo": "Vanilla GRPO", "para_grpo": "PARA-GRPO", "ea_only": "EA only",
-              "gating_only": "nFrames Gating only", "para_grpo_scored": "PARA-GRPO (prefix scored)",
-              "ea_only_scored": "EA only (prefix scored)"}  # fmt: skip
-
-
-@dataclass
-class ReproConfig:
-    """What ``paravt repro`` runs."""
-
-    recipe: str = "repro_cpu"
-    """The shared recipe (name or YAML path): data, cold start, RL settings of every arm."""
-    arms: tuple[str, ...] = tuple(ARMS)
-    """Arms to run (keys of ``ARMS``)."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """RL seeds per arm (sampling, data order, gating draws). The cold start is one, shared."""
-    steps: int | None = None
-    """RL steps per arm (None: the recipe's)."""
-    overrides: tuple[str, ...] = ()
-    """``key=value`` recipe overrides applied to the cold start and every arm alike."""
-    eval_limit: int | None = None
-    """Held-out samples each final policy is evaluated on (None: all of them)."""
-    dispatch: tuple[str, ...] = ("parallel", "sequential")
-    """Tool dispatch modes each final policy is evaluated with."""
-    eval_frame_budgets: tuple[int, ...] = (4, 16, 64)
-    """Overview frames K of the held-out evaluations, the same for every arm, each with every ``dispatch``
-    (empty: each policy card's K). Where the tool is needed (K = 4), where the overview shows the needle a
-    fifth of the time (16), and the paper's fixed budget, where skipping the tool is a shortcut (64)."""
-    gate: bool = True
-    """Stop before any RL step when the shared cold start fails the probe gate
-    (``paravt.experiments.repro.gate``); False records its figures and goes on (``paravt repro --no-gate``)."""
-
-    @classmethod
-    def from_saved(cls, saved: dict[str, Any]) -> ReproConfig:
-        """The configuration a run directory's ``repro.json`` records (lists back to tuples; a run recorded
-        before several K existed had one ``eval_frame_budget``)."""
-        saved = dict(saved)
-        if "eval_frame_budget" in saved:
-            k = saved.pop("eval_frame_budget")
-            saved.setdefault("eval_frame_budgets", () if k is None else (k,))
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k in known})
-
-    def __post_init__(self) -> None:
-        unknown = [a for a in self.arms if a not in ARMS]
-        if unknown:
-            raise ValueError(f"unknown arm(s) {unknown}; known: {list(ARMS)}")
-        if not self.seeds:
-            raise ValueError("ReproConfig.seeds is empty")
-        if self.steps is not None and self.steps < 1:
-            raise ValueError(f"ReproConfig.steps must be at least 1, got {self.steps}")
-        self.eval_frame_budgets = tuple(self.eval_frame_budgets)
-        if any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in self.eval_frame_budgets):
-            raise ValueError(f"ReproConfig.eval_frame_budgets must be positive frame counts, got {list(self.eval_frame_budgets)}")
-
-
-def base_config(cfg: ReproConfig) -> TrainConfig:
-    return load_recipe(cfg.recipe, list(cfg.overrides))
-
-
-def arm_config(cfg: ReproConfig, arm: str, seed: int, coldstart_model: Path) -> TrainConfig:
-    """The recipe + shared overrides + the arm's own changes, starting from the shared cold start."""
-    changes = [f"{k}={json.dumps(v) if isinstance(v, bool) else v}" for k, v in ARMS[arm].items()]
-    shared = [f"model.path={coldstart_model}", "perception.steps=0", "sft.steps=0", f"seed={seed}"]
-    if cfg.steps is not None:
-        shared.append(f"steps={cfg.steps}")
-    return load_recipe(cfg.recipe, [*cfg.overrides, *shared, *changes])
-
-
-def coldstart_model(out: Path) -> Path:
-    return Path(out) / "coldstart" / "coldstart" / "model"
 
 
 def run_coldstart(cfg: ReproConfig, out: Path, progress: bool = True) -> Path:
@@ -147,10 +51,6 @@ def run_coldstart(cfg: ReproConfig, out: Path, progress: bool = True) -> Path:
     if not (target / "paravt.json").is_file():
         raise RuntimeError(f"the cold start finished without saving {target}: does the recipe run perception or SFT?")
     return target
-
-
-def arm_dir(out: Path, arm: str, seed: int) -> Path:
-    return Path(out) / "arms" / arm / f"seed{seed}"
 
 
 def run_arm(cfg: ReproConfig, out: Path, arm: str, seed: int, progress: bool = True) -> Path:

@@ -12,13 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-TOKEN_ANCHORING = {
-    "local": None,
-    "openrlhf": "OpenRLHF takes one scalar reward per sample (the agent executor's 'reward') and has no per-token reward hook",
-    "verl": "verl's agent loop returns one scalar (reward_score), which its worker places on the last response token",
-    "trl": "TRL's GRPOTrainer takes one scalar per completion from each reward function",
-}  # fmt: skip
-"""Why token-granularity anchoring (``para.anchoring: token``) cannot run on an engine (None: it can)."""
+from paravt.learners.adapters.engines import engine as engine_row
 
 
 def env_options(cfg: Any, engine: str) -> dict[str, Any]:
@@ -26,10 +20,9 @@ def env_options(cfg: Any, engine: str) -> dict[str, Any]:
     sub-agent (each engine makes one on its own generation server). Refuses what ``engine`` cannot train."""
     from paravt.learners.run_setup import env_config
 
-    if engine not in TOKEN_ANCHORING:
-        raise ValueError(f"unknown engine {engine!r}; known: {sorted(TOKEN_ANCHORING)}")
-    if cfg.settings().token_anchoring and TOKEN_ANCHORING[engine]:
-        raise ValueError(f"para.anchoring=token is local-only: {TOKEN_ANCHORING[engine]}. "
+    why = engine_row(engine).token_anchoring
+    if cfg.settings().token_anchoring and why:
+        raise ValueError(f"para.anchoring=token is local-only: {why}. "
                          "Use para.anchoring=sequence (the release's) on this engine.")  # fmt: skip
     env = env_config(cfg)
     options = {f.name: getattr(env, f.name) for f in dataclasses.fields(env) if f.name != "subagent"}

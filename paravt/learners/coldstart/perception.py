@@ -26,8 +26,8 @@ import torch
 from paravt.learners.coldstart.sft import progress_iter, train_cross_entropy
 from paravt.learners.coldstart.teacher import describe, visible_events
 from paravt.learners.grpo import masked_mean
-from paravt.learners.policies.encoded import Encoded
-from paravt.learners.policies.hf import HFPolicy
+from paravt.policies.encoded import Encoded
+from paravt.policies.hf import HFPolicy
 from paravt_env.data import VideoQASample
 from paravt_env.messages import Message
 from paravt_env.protocol import ANSWER_FORMATS, IMAGE_PLACEHOLDER

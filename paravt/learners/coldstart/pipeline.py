@@ -33,8 +33,8 @@ from paravt.learners.coldstart.teacher import (
 )
 from paravt.learners.config import TrainConfig
 from paravt.learners.interrupts import commit_section, raise_if_requested
-from paravt.learners.policies.hf import HFPolicy
 from paravt.learners.trajectory import Trajectory
+from paravt.policies.hf import HFPolicy
 from paravt_env import EnvConfig, VideoToolEnv
 from paravt_env.data import VideoQASample
 from paravt_env.gating import gated_frame_budget

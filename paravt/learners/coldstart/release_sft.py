@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from paravt.learners.policies.base import Generation
-from paravt.learners.policies.hf import HFPolicy
 from paravt.learners.trajectory import Trajectory, TrajectoryBuilder
+from paravt.policies.base import Generation
+from paravt.policies.hf import HFPolicy
 from paravt_env.data.formats import DataFormatError
 from paravt_env.data.loaders import read_rows
 from paravt_env.messages import Message

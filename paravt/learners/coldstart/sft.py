@@ -19,9 +19,9 @@ import torch
 from paravt.learners.grpo import masked_mean
 from paravt.learners.interrupts import commit_section, raise_if_requested
 from paravt.learners.optim import adamw
-from paravt.learners.policies.base import Generation
-from paravt.learners.policies.hf import HFPolicy
 from paravt.learners.trajectory import Trajectory, TrajectoryBuilder
+from paravt.policies.base import Generation
+from paravt.policies.hf import HFPolicy
 from paravt_env.messages import observation_messages
 from paravt_env.protocol import THINK_PREFIX
 

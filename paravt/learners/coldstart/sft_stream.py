@@ -52,8 +52,8 @@ from paravt.learners.coldstart.release_sft import conversation_trajectory, parse
 from paravt.learners.coldstart.sft import lr_scheduler, progress_bar, sft_loss
 from paravt.learners.interrupts import commit_section
 from paravt.learners.optim import adamw
-from paravt.learners.policies.hf import HFPolicy
 from paravt.learners.trajectory import Trajectory
+from paravt.policies.hf import HFPolicy
 from paravt_env.data.formats import DataFormatError
 from paravt_env.data.loaders import iter_rows
 from paravt_env.video import VideoDecodeError

@@ -344,7 +344,7 @@ def test_a_checkpoint_is_evaluated_with_the_tokens_per_turn_it_was_trained_with(
     is recorded, a directory evaluated under another cap is not resumed, and one written before the cap was
     recorded resumes."""
     from paravt.evaluation.harness import resolve_turn_tokens
-    from paravt.learners.policies.card import read_card, write_card
+    from paravt.policies.card import read_card, write_card
 
     data, _ = synth_small
     model = tmp_path / "model"

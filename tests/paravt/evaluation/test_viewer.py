@@ -104,7 +104,7 @@ def test_embedded_records_cannot_close_the_script_block(evaluated, tmp_path):
 
 def test_a_model_policy_records_its_generated_tokens_per_turn(synth_small, tiny_qwen3, tmp_path):
     pytest.importorskip("torch")
-    from paravt.evaluation.policies import make_agent_factory
+    from paravt.evaluation.policy_specs import make_agent_factory
 
     _, samples = synth_small
     factory, _ = make_agent_factory(f"hf:{tiny_qwen3}", max_new_tokens=8)

@@ -11,8 +11,9 @@ from paravt.learners.grpo import (  # noqa: E402
     group_advantages,
     kl_penalty,
     masked_mean,
+    sequence_advantages,  # noqa: E402
 )
-from paravt.learners.para_grpo import ParaGRPOConfig, sequence_advantages, token_anchored_advantages  # noqa: E402
+from paravt.learners.para_grpo import ParaGRPOConfig, token_anchored_advantages  # noqa: E402
 from paravt_env.rewards import RewardConfig  # noqa: E402
 
 

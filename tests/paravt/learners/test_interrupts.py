@@ -39,7 +39,7 @@ def test_without_a_request_the_boundary_check_does_nothing():
 
 
 def test_the_train_cli_handles_sigterm_and_ctrl_c_but_leaves_an_ignored_sigint_ignored():
-    from paravt.cli.train import interrupt_on_sigterm
+    from paravt.learners.interrupts import interrupt_on_sigterm
 
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -57,7 +57,7 @@ def test_the_train_cli_handles_sigterm_and_ctrl_c_but_leaves_an_ignored_sigint_i
 
 def test_the_cross_entropy_loop_stops_on_a_request_before_its_next_step(tiny_qwen3):
     from paravt.learners.coldstart.sft import train_cross_entropy
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
 
     policy = HFPolicy.from_pretrained(tiny_qwen3, device="cpu", temperature=0.0)
     interrupts._requested.append(signal.SIGTERM)

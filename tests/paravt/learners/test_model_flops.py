@@ -6,7 +6,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from paravt.learners.model_flops import FlopModel, peak_flops  # noqa: E402
-from paravt.learners.policies.hf import HFPolicy  # noqa: E402
+from paravt.policies.hf import HFPolicy  # noqa: E402
 from paravt_env.messages import Message  # noqa: E402
 
 

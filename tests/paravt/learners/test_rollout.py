@@ -3,11 +3,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from paravt.learners.policies.hf import HFPolicy  # noqa: E402
 from paravt.learners.rollout import run_episode, run_group  # noqa: E402
 from paravt.learners.trajectory import struct_positions  # noqa: E402
+from paravt.policies.hf import HFPolicy  # noqa: E402
 from paravt_env import EnvConfig, VideoToolEnv, gated_frame_budget  # noqa: E402
 from paravt_env.messages import Message  # noqa: E402
+from paravt_env.tools import PENDING_SUBAGENT  # noqa: E402
 
 
 class ScriptedTurns(HFPolicy):
@@ -19,7 +20,7 @@ class ScriptedTurns(HFPolicy):
         self.turns = turns
 
     def generate_encoded(self, prompts, **overrides):
-        from paravt.learners.policies.base import Generation
+        from paravt.policies.base import Generation
 
         out = []
         for p in prompts:
@@ -89,8 +90,8 @@ def test_subagent_mode_uses_the_policy_itself(tiny_qwen3, synth_small):
     _, samples = synth_small
     base = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=16, temperature=0.0)
     policy = ScriptedTurns(base, TURNS)
-    env = VideoToolEnv(samples, EnvConfig(frame_budget=4, tool_result="subagent", subagent=lambda r: "unused"))
-    env.unwrapped.config.subagent = None  # run_episode supplies the weight-sharing sub-agent
+    # PENDING_SUBAGENT: run_episode supplies the weight-sharing sub-agent (env.set_subagent)
+    env = VideoToolEnv(samples, EnvConfig(frame_budget=4, tool_result="subagent", subagent=PENDING_SUBAGENT))
     tr = run_episode(env, policy, options={"index": 0})
     text = base.tokenizer.decode([t for t, m in zip(tr.input_ids, tr.loss_mask, strict=True) if not m])
     assert text.count("sub-agent summary:") == 2 and tr.encoded.n_images == 4
@@ -110,8 +111,8 @@ def test_release_protocol_rollout_keeps_the_listed_messages(tiny_qwen3, synth_sm
     _, samples = synth_small
     base = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=16, temperature=0.0)
     policy = ScriptedTurns(base, TURNS)
-    env = VideoToolEnv(samples, EnvConfig(protocol="release", tool_result="subagent", subagent=lambda r: "unused"))
-    env.unwrapped.config.subagent = None  # the weight-sharing sub-agent, prompted as released
+    # the weight-sharing sub-agent, prompted as released
+    env = VideoToolEnv(samples, EnvConfig(protocol="release", tool_result="subagent", subagent=PENDING_SUBAGENT))
     tr = run_episode(env, policy, options={"index": 0})
     prompt_text = base.tokenizer.decode([t for t, m in zip(tr.input_ids, tr.loss_mask, strict=True) if not m])
     assert prompt_text.count("<tool_response>") == 2 and "seconds>" in prompt_text
@@ -155,7 +156,7 @@ def test_a_step_of_several_prompts_is_one_batch_and_the_update_pass_matches_the_
 
 
 def test_length_buckets_put_similar_lengths_together_under_the_row_and_token_caps():
-    from paravt.learners.policies.encoded import length_buckets
+    from paravt.policies.encoded import length_buckets
 
     lengths = [100, 900, 120, 880, 400, 3000]
     assert length_buckets(lengths) == [[5, 1, 3, 4, 2, 0]]  # no cap: one batch, longest first
@@ -187,9 +188,9 @@ def test_the_token_stream_matches_the_chat_template_at_every_turn_boundary(tiny_
     """A turn that ended on <|im_end|> is followed by the template's "\\n" before the next <|im_start|>, as
     apply_chat_template renders the same messages (the local stream had none: the model was trained on a
     boundary it is never shown at inference)."""
-    from paravt.learners.policies.base import Generation
-    from paravt.learners.policies.hf import HFPolicy
     from paravt.learners.trajectory import TrajectoryBuilder
+    from paravt.policies.base import Generation
+    from paravt.policies.hf import HFPolicy
     from paravt_env.messages import Message
 
     policy = HFPolicy.from_pretrained(tiny_qwen3, temperature=0.0)
@@ -211,8 +212,8 @@ def test_the_token_stream_matches_the_chat_template_at_every_turn_boundary(tiny_
 def test_rollouts_through_serve_env_equal_in_process(tiny_qwen3, synth_small, start_env_server):
     """The learners' own rollouts (``run_group``, batched generation) run unchanged on ``RemoteVideoToolEnv``:
     greedy, the same token ids, masks, rewards as with ``VideoToolEnv``."""
-    from paravt.learners.policies.hf import HFPolicy
     from paravt.learners.rollout import run_group
+    from paravt.policies.hf import HFPolicy
     from paravt_env import VideoToolEnv
     from paravt_env.remote import RemoteVideoToolEnv
 

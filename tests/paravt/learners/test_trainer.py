@@ -64,7 +64,7 @@ def test_tiny_cpu_runs_then_resumes_without_gaps(tmp_path, cache, capsys):
         assert set(r) >= KEYS
         assert all(isinstance(r[k], (int, float)) for k in KEYS)
     # the checkpoint is a loadable transformers checkpoint
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
 
     HFPolicy.from_pretrained(run / "checkpoint" / "model")
     # a second fresh run into the same directory is refused rather than mixing metrics

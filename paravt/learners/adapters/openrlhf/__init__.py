@@ -33,7 +33,7 @@ def run_local_episode(
     from paravt.learners.adapters.openrlhf.agent_func import AgentExecutor
     from paravt.learners.adapters.openrlhf.label import make_label
     from paravt.learners.adapters.openrlhf.local_engine import LocalEngine, ProcessorAdapter, SamplingParams
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
     from paravt_env import VideoQASample
 
     policy = HFPolicy.from_pretrained(model_dir, device=device, dtype=dtype, temperature=temperature,

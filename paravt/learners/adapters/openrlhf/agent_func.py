@@ -42,8 +42,8 @@ from openrlhf.utils.vlm_utils import accumulate_mm_inputs, process_prompt_with_i
 from PIL import Image
 
 from paravt.learners.adapters.openrlhf.label import read_label
-from paravt.learners.policies.agent import cut_summary
-from paravt.learners.policies.vision_inputs import inline_images
+from paravt.policies.agent import cut_summary
+from paravt.policies.vision_inputs import inline_images
 from paravt_env import EnvConfig, VideoToolEnv
 from paravt_env.messages import Message, observation_messages
 from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT

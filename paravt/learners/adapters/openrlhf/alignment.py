@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from paravt.learners.policies.encoded import Encoded
-from paravt.learners.policies.hf import HFPolicy
+from paravt.policies.encoded import Encoded
+from paravt.policies.hf import HFPolicy
 
 
 def check_alignment(policy: HFPolicy, result: dict[str, Any]) -> dict[str, Any]:

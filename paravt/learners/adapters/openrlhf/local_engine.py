@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from paravt.learners.policies.hf import HFPolicy
-from paravt.learners.policies.vision_inputs import expand_image_tokens, process_images
+from paravt.policies.hf import HFPolicy
+from paravt.policies.vision_inputs import expand_image_tokens, process_images
 from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT
 
 

@@ -40,7 +40,7 @@ def images_only_processor(path: str | Path) -> Any:
 
     from transformers import Qwen2_5_VLProcessor, Qwen3VLProcessor
 
-    from paravt.learners.policies.vision_inputs import tokenizer_and_pil_image_processor
+    from paravt.policies.vision_inputs import tokenizer_and_pil_image_processor
 
     tokenizer, image_processor = tokenizer_and_pil_image_processor(path)
     model_type = json.loads((Path(path) / "config.json").read_text()).get("model_type", "")

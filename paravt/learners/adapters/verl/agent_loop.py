@@ -96,7 +96,7 @@ class ParaVTAgentLoop(AgentLoopBase):
         The release's sub-agent is cut at 512 tokens of the policy's tokenizer."""
         import threading
 
-        from paravt.learners.policies.agent import cut_summary
+        from paravt.policies.agent import cut_summary
         from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT
 
         lock = threading.Lock()  # the crop threads share one tokenizer and processor: one render at a time

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from paravt.learners.policies.hf import HFPolicy
+from paravt.policies.hf import HFPolicy
 
 
 class LocalServerManager:

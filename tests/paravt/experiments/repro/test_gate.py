@@ -7,6 +7,7 @@ from dataclasses import asdict
 import pytest
 
 from paravt.experiments.repro import gate as gate_module
+from paravt.experiments.repro.arms import ReproConfig
 from paravt.experiments.repro.gate import (
     GateConfig,
     GateFailed,
@@ -15,7 +16,6 @@ from paravt.experiments.repro.gate import (
     kappa_seeds_for,
     run_gate,
 )
-from paravt.experiments.repro.train import ReproConfig
 from paravt_env.data import VideoQASample
 
 

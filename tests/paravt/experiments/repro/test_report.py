@@ -4,8 +4,8 @@ evaluation, report, resume."""
 import json
 
 from paravt.cli import main
+from paravt.experiments.repro.arms import ReproConfig
 from paravt.experiments.repro.report import claims, compare, halved_at
-from paravt.experiments.repro.train import ReproConfig
 
 FAST = ["sft.steps=4", "sft.episodes=4", "rollout.group_size=2", "rollout.prompts_per_step=1",
         "rollout.max_new_tokens=24", "data.synth_n=3", "perception.steps=2", "perception.videos=2",

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from paravt.experiments.repro.train import ARMS, ReproConfig, arm_config, check_config, finished_runs
+from paravt.experiments.repro.arms import ARMS, ReproConfig, arm_config
+from paravt.experiments.repro.train import check_config, finished_runs
 from paravt.learners.run_setup import env_config
 
 

@@ -9,7 +9,7 @@ pytest.importorskip("torch")
 
 from paravt.learners.adapters.budget import frame_pads, recipe_budget, text_tokens, token_budget  # noqa: E402
 from paravt.learners.config import load_recipe  # noqa: E402
-from paravt.learners.policies.vision_inputs import (  # noqa: E402
+from paravt.policies.vision_inputs import (  # noqa: E402
     expand_image_tokens,
     inline_images,
     process_images,

@@ -13,7 +13,7 @@ SETTINGS = dict(crop_fps=0.5, crop_max_frames=8, min_pixels=784, max_pixels=1254
 
 @pytest.fixture(scope="module")
 def policy(tiny_qwen3):
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
 
     return HFPolicy.from_pretrained(tiny_qwen3, device="cpu", temperature=0.0, min_pixels=784, max_pixels=12544)
 

@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 from paravt.learners.coldstart.pipeline import run_cold_start  # noqa: E402
 from paravt.learners.coldstart.release_sft import conversation_trajectory, read_release_sft  # noqa: E402
 from paravt.learners.config import load_recipe  # noqa: E402
-from paravt.learners.policies.hf import HFPolicy  # noqa: E402
+from paravt.policies.hf import HFPolicy  # noqa: E402
 from paravt_env.data.formats import DataFormatError  # noqa: E402
 from paravt_env.data.index_video import decode_index, index_image, make_index_video  # noqa: E402
 

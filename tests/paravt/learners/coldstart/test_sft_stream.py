@@ -12,7 +12,7 @@ pa = pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
 
 from paravt.learners.coldstart.sft_stream import StreamCounts, StreamPosition, packs, train_streaming_sft  # noqa: E402
-from paravt.learners.policies.hf import HFPolicy  # noqa: E402
+from paravt.policies.hf import HFPolicy  # noqa: E402
 
 
 def _rows(lengths):

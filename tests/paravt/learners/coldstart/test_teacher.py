@@ -54,7 +54,7 @@ def test_the_call_decision_is_one_token_in_a_context_only_misses_have():
     p(crop) is then the teacher's crop rate (ending the guess at "shape." put the decision on a token every
     answering turn also writes)."""
     from paravt.learners.coldstart.teacher import GUESS_TEXT, guess_turn
-    from paravt.learners.policies.tiny_model import build_tokenizer
+    from paravt.policies.tiny_model import build_tokenizer
 
     s = _sample()
     crop = first_turn(s, [10.0, 61.25], 70.0, window=20.0, max_calls=5)
@@ -135,7 +135,7 @@ def test_the_repro_teacher_drops_nothing_and_crops_again_after_a_miss(synth_smal
     pytest.importorskip("torch")
     from paravt.learners.coldstart.pipeline import teacher_episodes
     from paravt.learners.config import load_recipe
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
     from paravt_env.protocol import parse_response as parse
 
     policy = HFPolicy.from_pretrained(tiny_qwen3)
@@ -161,7 +161,7 @@ def test_the_teacher_store_saves_as_often_as_sft_save_every_s_says(synth_small, 
     from paravt.learners.coldstart.pipeline import teacher_episodes
     from paravt.learners.coldstart.store import ColdStartStore
     from paravt.learners.config import load_recipe
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
 
     cfg = load_recipe("tiny_cpu", ["sft.episodes=3", f"sft.save_every_s={save_every_s}", "sft.crop_rate=0.0"])
     store = ColdStartStore(tmp_path)
@@ -229,7 +229,7 @@ def test_the_shipped_teachers_continue_their_coverage_on_long_videos(long_needle
     pytest.importorskip("torch")
     from paravt.learners.coldstart.pipeline import teacher_episodes
     from paravt.learners.config import load_recipe
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
 
     policy = HFPolicy.from_pretrained(tiny_qwen3)
     cfg = load_recipe(recipe, ["sft.episodes=16", "sft.frame_budgets=[4]", "env.frame_budget=4",

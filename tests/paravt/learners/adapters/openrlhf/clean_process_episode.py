@@ -44,7 +44,7 @@ def main(row_path: str, model_dir: str, max_length: str, turns_path: str, out_pa
 
     from paravt.learners.adapters.openrlhf.launcher import AGENT_FUNC
     from paravt.learners.adapters.openrlhf.local_engine import ProcessorAdapter, ScriptedEngine
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
 
     row = json.loads(Path(row_path).read_text())
     executor = _load_agent_executor(str(AGENT_FUNC))  # OpenRLHF's own loader: AgentExecutor()

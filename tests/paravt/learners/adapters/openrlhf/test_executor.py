@@ -12,7 +12,7 @@ engine_import("openrlhf", "openrlhf.utils.agent")
 from paravt.learners.adapters.openrlhf import run_local_episode  # noqa: E402
 from paravt.learners.adapters.openrlhf.alignment import check_alignment  # noqa: E402
 from paravt.learners.adapters.openrlhf.local_engine import ScriptedEngine as LibraryScriptedEngine  # noqa: E402
-from paravt.learners.policies.hf import HFPolicy  # noqa: E402
+from paravt.policies.hf import HFPolicy  # noqa: E402
 from paravt_env import gated_frame_budget  # noqa: E402
 
 TURNS = [

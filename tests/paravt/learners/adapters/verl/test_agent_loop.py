@@ -80,7 +80,7 @@ def test_same_numbers_as_in_process(tiny_qwen3, dataset, remote, start_env_serve
 
 def test_tiny_model_trajectory_is_well_formed(tiny_qwen3, dataset):
     from paravt.learners.adapters.verl.local_server import LocalServerManager
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
 
     data, samples = dataset
     torch.manual_seed(0)

@@ -33,7 +33,7 @@ import paravt.learners.adapters.verl.agent_loop  # noqa: E402,F401  (registers "
 from paravt.cli import main  # noqa: E402
 from paravt.learners.adapters.trl.processor import images_only_processor  # noqa: E402
 from paravt.learners.config import load_recipe  # noqa: E402
-from paravt.learners.policies.hf import HFPolicy  # noqa: E402
+from paravt.policies.hf import HFPolicy  # noqa: E402
 
 # PARA-GRPO as released at CPU size (engine_env.PARA_GRPO_CPU), two rollouts of two prompts.
 OVERRIDES = [*PARA_GRPO_CPU, "rollout.group_size=2", "rollout.prompts_per_step=2", "rollout.max_new_tokens=96"]

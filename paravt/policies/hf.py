@@ -11,7 +11,7 @@ part of the prompt, so it is neither sampled nor trained on.
 
 The encoding is also exposed piecewise (``encode``, ``encode_continuation``, ``generate_encoded``) so that a
 multi-turn rollout can extend the exact token sequence the model generated instead of re-tokenising text; the
-sequences themselves (``Encoded``) and their batching (``length_buckets``) live in ``paravt.learners.policies.encoded``.
+sequences themselves (``Encoded``) and their batching (``length_buckets``) live in ``paravt.policies.encoded``.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import numpy as np
 import torch
 from transformers import LogitsProcessorList
 
-from paravt.learners.policies.base import Conversation, Generation
-from paravt.learners.policies.encoded import Encoded, PackedFrames, length_buckets
-from paravt.learners.policies.logprobs import SampledLogprobs, target_logprobs
-from paravt.learners.policies.vision_inputs import (
+from paravt.policies.base import Conversation, Generation
+from paravt.policies.encoded import Encoded, PackedFrames, length_buckets
+from paravt.policies.logprobs import SampledLogprobs, target_logprobs
+from paravt.policies.vision_inputs import (
     IMAGE_PAD,
     expand_image_tokens,
     inline_images,
@@ -203,7 +203,7 @@ class HFPolicy:
         sample = self.temperature > 0
         # The recorder warps the scores itself (temperature, top-p) and keeps only each sampled token's
         # log-probability: ``output_scores`` would hold every step's (rows x vocabulary) fp32 scores
-        # (``paravt.learners.policies.logprobs``). generate then adds no warper of its own (1.0 = none).
+        # (``paravt.policies.logprobs``). generate then adds no warper of its own (1.0 = none).
         recorder = SampledLogprobs(self.temperature if sample else 0.0, self.top_p if sample else None)
         out = self.model.generate(
             **inputs,
@@ -307,7 +307,7 @@ class HFPolicy:
         """log p(ids[..., t] | ids[..., <t]) for t >= 1 from the logits (..., T, V) of ``ids`` (..., T), at
         ``temperature``, image pads masked out as sampling masks them (and scored 0: they are prompt, never
         trained on). Scored on the whole logits with a dummy last target, then cut: slicing off the last position
-        first would copy the logits (``paravt.learners.policies.logprobs`` keeps no vocabulary-wide fp32 copy either)."""
+        first would copy the logits (``paravt.policies.logprobs`` keeps no vocabulary-wide fp32 copy either)."""
         targets = torch.cat([ids[..., 1:], ids[..., :1]], dim=-1)  # the last column is a placeholder
         return target_logprobs(logits, targets, temperature=temperature, suppress_ids=self.suppress_ids)[..., :-1]
 

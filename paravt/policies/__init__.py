@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from paravt.learners.policies.base import Conversation, Generation, Policy
-from paravt.learners.policies.tiny_model import (
+from paravt.policies.base import Conversation, Generation, Policy
+from paravt.policies.tiny_model import (
     build_tiny_model,  # light: imports torch/transformers only when called
 )
 from paravt_env.episodes import episode_class
@@ -21,11 +21,11 @@ def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = 
     ``sglang:URL#TOKENIZER`` (greedy decoding by default, the paper's eval protocol; ``temperature`` > 0
     samples). Under ``protocol="release"`` an OpenAI-compatible server gets its frames as JPEG 85, as the
     released driver sends them."""
-    from paravt.learners.policies.agent import PolicyAgent, PolicySubAgent
+    from paravt.policies.agent import PolicyAgent, PolicySubAgent
 
     if spec.startswith("hf:"):
-        from paravt.learners.policies.card import read_card, trained_pixels
-        from paravt.learners.policies.hf import HFPolicy
+        from paravt.policies.card import read_card, trained_pixels
+        from paravt.policies.hf import HFPolicy
 
         # A card (written by our trainer) names the prefix the policy was trained with and the pixel budget
         # its image processor ran at: a frame the env gives at 112 px is 3x3 merged tokens under the trained
@@ -35,7 +35,7 @@ def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = 
                                           think_prefix=bool(read_card(spec[3:]).get("think_prefix", False)),
                                           **trained_pixels(spec[3:]))  # fmt: skip
     elif spec.startswith("openai:"):
-        from paravt.learners.policies.remote import OpenAIPolicy
+        from paravt.policies.remote import OpenAIPolicy
 
         url, _, model = spec[len("openai:") :].partition("#")  # openai:http://host:port/v1#model-name
         policy = OpenAIPolicy(url, model or "default", max_new_tokens=max_new_tokens, temperature=temperature,
@@ -43,7 +43,7 @@ def agent_for_spec(spec: str, *, max_new_tokens: int = 2048, tool_result: str = 
     elif spec.startswith("sglang:"):
         from transformers import AutoTokenizer
 
-        from paravt.learners.policies.remote import SGLangPolicy
+        from paravt.policies.remote import SGLangPolicy
 
         url, _, tokenizer_path = spec[len("sglang:") :].partition("#")  # sglang:http://host:port#TOKENIZER_PATH
         if not tokenizer_path:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from paravt.cli import main
-from paravt.experiments.probe import (
+from paravt.probes.perception import (
     ProbeConfig,
     _answer_span,
     _fit,
@@ -48,7 +48,7 @@ def test_fit_keeps_count_and_size_and_changes_only_pixels():
 
 
 def test_answer_span_finds_the_answer_tokens(tiny_qwen3):
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
 
     policy = HFPolicy.from_pretrained(tiny_qwen3)
     ids = policy.tokenizer.encode("<think>\nx</think>\n<answer>red</answer>", add_special_tokens=False)
@@ -70,7 +70,7 @@ def probe_data(tmp_path_factory):
 
 
 def test_probe_measures_accuracy_logit_shift_and_the_gap(tiny_qwen3, probe_data):
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
 
     _, samples = probe_data
     policy = HFPolicy.from_pretrained(tiny_qwen3, temperature=0.7, min_pixels=784, max_pixels=4096)
@@ -114,7 +114,7 @@ def test_probe_cli(tiny_qwen3, probe_data, capsys):
 def test_sampled_episodes_reach_their_second_turn(tiny_qwen3, probe_data):
     """An episode that crops goes on to a second turn, whose prompt holds the crops' feedback (the step's
     ``info["messages"]``): κ counts the executed crops and every turn is read."""
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
     from tests.paravt.learners.test_rollout import TURNS, ScriptedTurns
 
     _, samples = probe_data
@@ -127,9 +127,9 @@ def test_sampled_episodes_reach_their_second_turn(tiny_qwen3, probe_data):
 def test_the_forced_overview_answer_reads_what_a_checking_policy_saw(tiny_qwen3, probe_data):
     """A policy that names the colour, then announces a check crop, writes no answer with its calls suppressed;
     forced to answer after its own think block it answers, and only that continuation is generated."""
-    from paravt.experiments.probe import _forced_answer
-    from paravt.learners.policies.base import Generation
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.base import Generation
+    from paravt.policies.hf import HFPolicy
+    from paravt.probes.perception import _forced_answer
     from paravt_env import VideoToolEnv
     from paravt_env.messages import observation_messages
 

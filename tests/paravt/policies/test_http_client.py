@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from paravt.learners.policies.remote import ServerError, post_json, retry_after
+from paravt.policies.remote import ServerError, post_json, retry_after
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):

@@ -27,8 +27,8 @@ from typing import Any
 
 import httpx
 
-from paravt.learners.policies.base import Conversation, Generation
-from paravt.learners.policies.images import to_base64_png, to_data_url
+from paravt.policies.base import Conversation, Generation
+from paravt.policies.images import to_base64_png, to_data_url
 from paravt_env.bounded_read import ReplyTooLarge, ReplyTooSlow, read_bounded
 from paravt_env.messages import Message
 

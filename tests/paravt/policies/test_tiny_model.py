@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from paravt.cli import main  # noqa: E402
-from paravt.learners.policies.tiny_model import ARCHS, PROTOCOL_TAGS, build_tiny_model  # noqa: E402
+from paravt.policies.tiny_model import ARCHS, PROTOCOL_TAGS, build_tiny_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[4]
 MODEL_CLASS = {
@@ -270,14 +270,14 @@ def test_cli(tmp_path, capsys):
 def test_cli_and_builder_import_no_torch():
     code = (
         "import sys; from paravt.cli import build_parser; build_parser(only='tiny-model').parse_args("
-        "['tiny-model', '--out', 'x']); import paravt.learners.policies, paravt.learners.policies.tiny_model; "
+        "['tiny-model', '--out', 'x']); import paravt.policies, paravt.policies.tiny_model; "
         "heavy = sorted({'torch', 'transformers', 'tokenizers'} & set(sys.modules)); assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=60)
 
 
 def test_hf_policy_runs_on_qwen25(checkpoints):
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
     from paravt_env.messages import Message
 
     policy = HFPolicy.from_pretrained(checkpoints["qwen2_5_vl"], max_new_tokens=6, temperature=0.0)
@@ -292,7 +292,7 @@ def test_hf_policy_runs_on_qwen25(checkpoints):
 def test_published_sizes_have_the_released_checkpoints_parameter_counts(size, parameters, vision):
     """Qwen3-VL-2B / -8B-Instruct hold 2.13 B / 8.77 B parameters: the configs written here (widths, depths, heads,
     vocabulary, tied or untied head) must give exactly those counts. Counted on the meta device: no weights."""
-    from paravt.learners.policies.tiny_model import build_tokenizer, published_config
+    from paravt.policies.tiny_model import build_tokenizer, published_config
 
     config = published_config(size, build_tokenizer())
     with torch.device("meta"):
@@ -315,7 +315,7 @@ def test_ids_past_the_tokenizer_are_never_sampled(checkpoints, tmp_path):
     """A published size keeps the 151,936-id vocabulary over a ~1k-token tokenizer: a random model would sample
     undecodable ids almost always. The policy masks them out of sampling (and scoring) as released checkpoints'
     padding ids."""
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
 
     model = transformers.AutoModelForImageTextToText.from_pretrained(checkpoints["qwen3_vl"])
     tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoints["qwen3_vl"])

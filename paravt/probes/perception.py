@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from paravt.learners.policies.encoded import Encoded
-from paravt.learners.policies.hf import HFPolicy
+from paravt.policies.encoded import Encoded
+from paravt.policies.hf import HFPolicy
 from paravt_env import EnvConfig, VideoToolEnv
 from paravt_env.data import VideoQASample
 from paravt_env.messages import Message, observation_messages
@@ -63,7 +63,7 @@ def load_checkpoint(spec: str) -> tuple[HFPolicy, EnvConfig]:
     the env defaults)."""
     from pathlib import Path
 
-    from paravt.learners.policies.card import ENV_KEYS, read_card
+    from paravt.policies.card import ENV_KEYS, read_card
 
     path = Path(spec[3:] if spec.startswith("hf:") else spec)
     if not path.is_dir():
@@ -237,7 +237,7 @@ def sample_tool_use(policy: HFPolicy, samples: Sequence[VideoQASample], env: Env
     """Whole episodes at ``temperature`` (the RL sampling regime): κ (executed crops per episode), calls per
     calling turn, the share of turns that parse without a problem, the share of episodes that end in an
     answer, and accuracy. Tells whether the policy *writes* parallel calls the env can run."""
-    from paravt.learners.policies.agent import PolicyAgent
+    from paravt.policies.agent import PolicyAgent
     from paravt_env.protocol import parse_response
 
     torch.manual_seed(seed)

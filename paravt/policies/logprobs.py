@@ -13,7 +13,7 @@ GPU cannot hold, so the policy computes log-probs here instead:
   library's own) and keeps, per row, only the log-probability of the token that was sampled from them.
 
 Values, gradients and sampled tokens are bit for bit those of the plain computations, whatever the chunking
-(``tests/paravt/learners/policies/test_logprobs.py`` compares both ways): runs give the numbers they gave before.
+(``tests/paravt/policies/test_logprobs.py`` compares both ways): runs give the numbers they gave before.
 ``python -m benchmarks.perf.logprob_memory`` measures the memory and time of both.
 """
 

@@ -28,7 +28,7 @@ def make_agent_factory(
             raise ValueError(f"--temperature applies to model policies; the scripted baseline {spec!r} does not sample")
         return (lambda: make_baseline(spec)), None
     if spec.startswith(MODEL_PREFIXES):
-        from paravt.learners.policies import (
+        from paravt.policies import (
             agent_for_spec,  # torch/transformers/http stacks, imported only here
         )
 
@@ -42,7 +42,7 @@ def make_agent_factory(
 def preflight(spec: str) -> None:
     """Fail at once, with one clear line, when a server policy's server cannot be reached."""
     if spec.startswith(("openai:", "sglang:")):
-        from paravt.learners.policies.remote import check_reachable
+        from paravt.policies.remote import check_reachable
 
         url = spec.split(":", 1)[1].partition("#")[0]
         check_reachable(url)

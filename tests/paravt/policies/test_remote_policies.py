@@ -10,8 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from paravt.learners.policies.hf import HFPolicy  # noqa: E402
-from paravt.learners.policies.remote import OpenAIPolicy, ServerError, SGLangPolicy  # noqa: E402
+from paravt.policies.hf import HFPolicy  # noqa: E402
+from paravt.policies.remote import OpenAIPolicy, ServerError, SGLangPolicy  # noqa: E402
 from paravt_env.messages import Message  # noqa: E402
 
 
@@ -61,7 +61,7 @@ def test_errors_name_the_server_and_its_answer(server):
     with pytest.raises(ServerError, match=r"127\.0\.0\.1:9/v1/chat/completions failed after 2 attempts"):
         OpenAIPolicy("http://127.0.0.1:9/v1", retries=1, backoff=0.01).generate([_conversation()])
     bad = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/x.png"}}]}]
-    from paravt.learners.policies.remote import post_json
+    from paravt.policies.remote import post_json
 
     with pytest.raises(ServerError, match="only data: URLs"):
         post_json(server + "/v1/chat/completions", {"messages": bad}, timeout=30, retries=0, backoff=0)

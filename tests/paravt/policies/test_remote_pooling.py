@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from paravt.learners.policies.remote import OpenAIPolicy  # noqa: E402
+from paravt.policies.remote import OpenAIPolicy  # noqa: E402
 from paravt_env.messages import Message  # noqa: E402
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from paravt.evaluation.harness import eval_options
-from paravt.learners.policies.card import read_card, write_card
+from paravt.policies.card import read_card, write_card
 
 
 def test_card_round_trip_and_eval_precedence(tmp_path):
@@ -31,7 +31,7 @@ def test_hf_policy_runs_its_image_processor_at_the_trained_pixel_budget(tiny_qwe
     the evaluated policy must see frames as it saw them in training."""
     import numpy as np
 
-    from paravt.learners.policies import agent_for_spec
+    from paravt.policies import agent_for_spec
 
     frame = np.zeros((112, 112, 3), np.uint8)
     make, _ = agent_for_spec(f"hf:{tiny_qwen3}")
@@ -54,8 +54,8 @@ def test_the_release_processor_budget_upscales_small_frames_and_the_card_keeps_i
 
     pytest.importorskip("torch")
     from paravt.learners.config import load_recipe
-    from paravt.learners.policies.card import trained_pixels, write_card
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.card import trained_pixels, write_card
+    from paravt.policies.hf import HFPolicy
 
     frame = np.zeros((224, 224, 3), dtype=np.uint8)
     cfg = load_recipe("paragrpo_qwen3vl_8b_release")

@@ -5,9 +5,9 @@ import json
 import pytest
 
 from paravt.cli import main
-from paravt.experiments.call_probe import CALL_PREFIX, probe_call_writing, to_markdown
-from paravt.learners.policies.base import Generation
-from paravt.learners.policies.hf import HFPolicy
+from paravt.policies.base import Generation
+from paravt.policies.hf import HFPolicy
+from paravt.probes.calls import CALL_PREFIX, probe_call_writing, to_markdown
 from paravt_env import EnvConfig
 from paravt_env.protocol import THINK_PREFIX
 

@@ -2,7 +2,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from paravt.learners.policies.logprobs import SampledLogprobs, target_logprobs  # noqa: E402
+from paravt.policies.logprobs import SampledLogprobs, target_logprobs  # noqa: E402
 
 
 def _plain(logits, targets, temperature, suppress):
@@ -71,7 +71,7 @@ def test_the_recorder_keeps_the_sampled_tokens_logprob_under_the_warped_distribu
 def test_generation_tokens_and_logprobs_equal_those_of_the_full_scores(tiny_qwen3):
     """One batched sampling call gives the tokens and behaviour log-probs that the way they were computed before
     gives: generate's own warpers, every step's scores kept (``output_scores``) and log-softmaxed afterwards."""
-    from paravt.learners.policies.hf import HFPolicy
+    from paravt.policies.hf import HFPolicy
 
     policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=24, temperature=0.8)
     policy.top_p = 0.95

@@ -3,7 +3,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from paravt.learners.policies.hf import HFPolicy  # noqa: E402
+from paravt.policies.hf import HFPolicy  # noqa: E402
 from paravt_env.messages import Message  # noqa: E402
 
 
@@ -54,15 +54,17 @@ def test_never_samples_image_pads(tiny_qwen3):
 def test_the_weight_sharing_subagent_is_never_given_the_think_prefix(tiny_qwen3):
     """PARA-GRPO forces "<think>\\n" on the main agent only: the release's workflow and the OpenRLHF executor
     prompt the sub-agent without it, and so does the local trainer's recorded sub-agent."""
-    from paravt.learners.policies.agent import PolicySubAgent
-    from paravt.learners.policies.hf import THINK_PREFIX
+    from paravt.policies.agent import PolicySubAgent
+    from paravt.policies.hf import THINK_PREFIX
     from paravt_env.tools.subagent import SubAgentRequest
     from paravt_env.video import Frames
 
     policy = HFPolicy.from_pretrained(tiny_qwen3, temperature=0.0, max_new_tokens=6, think_prefix=True)
     frames = Frames(images=np.zeros((2, 56, 56, 3), np.uint8), timestamps=np.array([1.0, 2.0]), indices=np.array([0, 1]))
     request = SubAgentRequest("What colour?", 0.0, 4.0, frames)
-    sub = PolicySubAgent(policy, record=True)
+    from paravt.learners.trajectory import single_turn_trajectory
+
+    sub = PolicySubAgent(policy, recorder=single_turn_trajectory)
     sub.batch([request])
     [traj] = sub.trajectories
     prefix_ids = policy.tokenizer.encode(THINK_PREFIX, add_special_tokens=False)

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from paravt.learners.coldstart.teacher import GUESS_TEXT
-from paravt.learners.policies.encoded import Encoded
-from paravt.learners.policies.hf import HFPolicy
+from paravt.policies.encoded import Encoded
+from paravt.policies.hf import HFPolicy
 from paravt_env import EnvConfig, VideoToolEnv
 from paravt_env.data import VideoQASample
 from paravt_env.messages import observation_messages

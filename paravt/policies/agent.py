@@ -4,10 +4,10 @@ baselines), ``PolicySubAgent`` answers the env's sub-agent requests with the sam
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from paravt.learners.policies.base import Conversation, Policy
+from paravt.policies.base import Conversation, Policy
 from paravt_env.messages import Message, observation_messages
 from paravt_env.protocol.release import MAX_TOOL_RESPONSE_TOKENS
 from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT, SubAgentRequest
@@ -58,10 +58,14 @@ class PolicySubAgent:
     """The env's sub-agent: each crop's frames and the main question go to the policy, all crops of a turn
     in one batch; the reply (its reasoning removed) is the summary the main agent reads."""
 
-    def __init__(self, policy: Policy, record: bool = False) -> None:
+    def __init__(self, policy: Policy, recorder: Callable[[Any, Any, Any], Any] | None = None) -> None:
+        """``recorder(policy, prompt, generation)``, where given, turns each summary the policy writes into
+        whatever its caller keeps (the trainer passes ``paravt.learners.trajectory.single_turn_trajectory``, so
+        the weight-sharing sub-agent's turns are trained on); it needs a policy that encodes in token space
+        (``HFPolicy``). The policies know nothing of the learners: the recording is handed in."""
         self.policy = policy
-        self.record = record
-        self.trajectories: list = []  # with record=True: one token-space trajectory per summary (HFPolicy only)
+        self.recorder = recorder
+        self.trajectories: list = []  # one recorded item per summary, with a recorder
 
     def _conversation(self, request: SubAgentRequest) -> Conversation:
         frames = [f for f in request.frames.images]
@@ -80,12 +84,10 @@ class PolicySubAgent:
         # The sub-agent is never given PARA-GRPO's forced "<think>\n" (neither the release's workflow nor the
         # OpenRLHF executor prefixes it): the prefix is the main agent's exploration anchor, not the summariser's.
         conversations = [self._conversation(r) for r in requests]
-        if self.record and hasattr(self.policy, "generate_encoded"):
-            from paravt.learners.trajectory import single_turn_trajectory
-
+        if self.recorder is not None and hasattr(self.policy, "generate_encoded"):
             prompts = [self.policy.encode(c, think_prefix=False) for c in conversations]
             gens = self.policy.generate_encoded(prompts, think_prefix=False)
-            self.trajectories += [single_turn_trajectory(self.policy, p, g) for p, g in zip(prompts, gens, strict=True)]
+            self.trajectories += [self.recorder(self.policy, p, g) for p, g in zip(prompts, gens, strict=True)]
         elif hasattr(self.policy, "think_prefix"):
             gens = self.policy.generate(conversations, think_prefix=False)
         else:

@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("torch")
 httpx = pytest.importorskip("httpx")
 
-from paravt.learners.policies.hf import HFPolicy  # noqa: E402
-from paravt.learners.policies.server import PolicyServer, ServeLimits  # noqa: E402
+from paravt.policies.hf import HFPolicy  # noqa: E402
+from paravt.policies.server import PolicyServer, ServeLimits  # noqa: E402
 
 
 def _png(w, h, mode="RGB") -> str:

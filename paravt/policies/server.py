@@ -31,7 +31,7 @@ import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from paravt.learners.policies.hf import HFPolicy
+from paravt.policies.hf import HFPolicy
 from paravt_env.messages import Message
 from paravt_env.protocol import IMAGE_PLACEHOLDER
 from paravt_env.remote.asgi import error_response, route_errors
@@ -287,7 +287,7 @@ class PolicyServer:
 
 
 def serve(model: str, host: str = "127.0.0.1", port: int = 8000, ready=print, limits: ServeLimits | None = None) -> None:
-    from paravt.learners.policies.card import trained_pixels
+    from paravt.policies.card import trained_pixels
 
     # A checkpoint trained here is served at its trained pixel budget (its card); others at their own.
     policy = HFPolicy.from_pretrained(model, device="auto", temperature=0.0, **trained_pixels(model))

@@ -1,8 +1,8 @@
 """A continued run re-evaluates its checkpoint when the weights changed, not when they did not
-(``paravt.cli.train.fresh`` keyed on ``checkpoint_identity``)."""
+(``paravt.evaluation.heldout.fresh`` keyed on ``checkpoint_identity``)."""
 
-from paravt.cli.train import fresh
 from paravt.evaluation.fingerprints import checkpoint_identity
+from paravt.evaluation.heldout import fresh
 
 
 def test_an_evaluation_is_redone_only_for_other_weights(tmp_path, capsys):
