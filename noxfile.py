@@ -7,7 +7,8 @@ client against ``paravt serve-env``).
 An engine's virtualenv holds what the engine's users get: the engine with its own dependencies as its package
 declares them (transformers included, so verl runs on verl's transformers and OpenRLHF on OpenRLHF's), the CPU
 torch wheel, then this project with that engine's extra (``paravt-gym[verl]``...). Only the GPU-only parts are
-left out, each named below with the reason; everything else the engine requires is installed. The tests then run
+left out, each named below with the reason; everything else the engine requires is installed, and torchvision (no wheel
+loads beside the CPU torch) is the repository's stand-in, ``benchmarks/tvshim``. The tests then run
 with ``PARAVT_ENGINE`` set: an engine test that cannot import its engine fails there instead of skipping.
 """
 
@@ -121,6 +122,11 @@ def install_engine(session: nox.Session, name: str, engine: Engine) -> None:
     # This project with the engine's extra, resolved against what the engine installed: a range of ours that
     # excludes the engine's pin makes pip move it, and the version check below fails.
     session.install("-e", f".[{engine.extra},test]")
+    if engine.torch:
+        # torchvision's wheels do not load beside the CPU torch wheel; without it transformers' Qwen-VL AutoProcessor
+        # (verl's hf_processor, OpenRLHF's get_tokenizer, TRL's processor) cannot load. The repository's stand-in
+        # (benchmarks/tvshim) lets the engines' own processor path run unmodified, as beside a real torchvision.
+        session.install("--no-deps", "./benchmarks/tvshim")
     session.run_install("python", "-c", CHECK_VERSIONS, json.dumps(engine.expected))
 
 

@@ -35,6 +35,7 @@ from typing import Any
 from uuid import uuid4
 
 from omegaconf import DictConfig, OmegaConf
+from verl.experimental.agent_loop import agent_loop as verl_agent_loop
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from paravt.learners.adapters.trl.environment import content_blocks  # the conversion the TRL adapter uses
@@ -67,7 +68,6 @@ def chat_messages(obs: dict[str, Any], info: dict[str, Any]) -> tuple[list[dict[
     return messages, [b["image"] for m in messages if isinstance(m["content"], list) for b in m["content"] if b["type"] == "image"]
 
 
-@register("paravt")
 class ParaVTAgentLoop(AgentLoopBase):
     """One ParaVT episode per trajectory (see the module docstring).
 
@@ -206,3 +206,21 @@ class ParaVTAgentLoop(AgentLoopBase):
                           "frame_budget": info.get("frame_budget"), "executed_tool_calls": executed,
                           "dropped_tool_responses": dropped},  # fmt: skip
         )
+
+
+AGENT_NAME = "paravt"
+
+
+def register_once(name: str = AGENT_NAME) -> None:
+    """Register ``ParaVTAgentLoop`` as ``name`` unless verl's registry holds an entry of that name already.
+
+    verl's ``register`` writes a bare ``{"_target_": ...}`` over whatever the name held. A Ray
+    ``AgentLoopWorker`` puts the ``agent_loops.yaml`` entry (with ``data`` / ``env_url`` and ``env_options``) into
+    the registry when it starts, and imports this module only when hydra instantiates the first trajectory's loop:
+    a module-level ``@register`` would then replace the configured entry, and every later trajectory of the worker
+    would be built without its env (verl 0.9.1). The configured entry wins; the bare one is only a default."""
+    if name not in verl_agent_loop._agent_loop_registry:  # verl has no public lookup
+        register(name)(ParaVTAgentLoop)
+
+
+register_once()
