@@ -29,3 +29,12 @@ def env_options(cfg: Any, engine: str) -> dict[str, Any]:
     options["gating_choices"] = list(env.gating_choices)
     options["reward"] = env.reward.as_dict()
     return options
+
+
+def processor_pixels(cfg: Any) -> dict[str, int]:
+    """The pixel budget the local trainer's policy processes frames at (``min_pixels`` / ``max_pixels`` of its
+    image processor: ``model.processor_*_pixels``, else the env's), for an engine's processor and inference server.
+    Without it a Qwen-VL processor falls back to its own default budget: a 112 x 112 frame the local trainer shows as
+    3 x 3 merged patches (9 image tokens) becomes 4 x 4 (16), and the policy sees a task it was not trained on."""
+    low, high = cfg.model.processor_pixels(cfg.env.min_pixels, cfg.env.max_pixels)
+    return {"min_pixels": int(low), "max_pixels": int(high)}

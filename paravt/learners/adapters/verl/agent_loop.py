@@ -86,6 +86,13 @@ class ParaVTAgentLoop(AgentLoopBase):
         self.prompt_length = self.rollout_config.prompt_length
         self.response_length = self.rollout_config.response_length
 
+    def _pixels(self) -> dict[str, Any]:
+        """``data.mm_processor_kwargs`` (``paravt export verl`` writes the recipe's pixel budget there) for the
+        server, which re-processes the images: its features must be exactly the pads verl's processor put in the
+        prompt."""
+        kwargs = dict(getattr(self, "mm_processor_kwargs", None) or {})
+        return {"mm_processor_kwargs": kwargs} if kwargs else {}
+
     async def _env_call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(fn, *args, **kwargs)  # env calls decode video: off the event loop
 
@@ -111,7 +118,7 @@ class ParaVTAgentLoop(AgentLoopBase):
                 ids = self.continuous_token_builder.build_initial_tokens(messages, images=pil or None)
             params = {**sampling_params, "max_tokens": 1024 if release else 256}
             coro = self.server_manager.generate(request_id=uuid4().hex, prompt_ids=ids, sampling_params=params,
-                                                image_data=pil or None)  # fmt: skip
+                                                image_data=pil or None, **self._pixels())  # fmt: skip
             token_ids = asyncio.run_coroutine_threadsafe(coro, loop).result().token_ids
             with lock:
                 reply = self.tokenizer.decode(token_ids, skip_special_tokens=True)
@@ -152,8 +159,8 @@ class ParaVTAgentLoop(AgentLoopBase):
                 room = self.response_length - len(mask)  # >= 1: every committed response leaves one token
                 params = {**sampling_params, "max_tokens": room}
                 t0 = time.perf_counter()
-                out = await self.server_manager.generate(request_id=request_id, prompt_ids=runtime,
-                                                         sampling_params=params, image_data=images or None)  # fmt: skip
+                out = await self.server_manager.generate(request_id=request_id, prompt_ids=runtime, sampling_params=params,
+                                                         image_data=images or None, **self._pixels())  # fmt: skip
                 metrics["generate_sequences"] += time.perf_counter() - t0
                 token_ids = list(out.token_ids)[:room]  # a server that ignored max_tokens: cut here, text only
                 out_logprobs = list(out.log_probs)[:room] if out.log_probs else None

@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from paravt.learners.adapters.budget import recipe_budget
-from paravt.learners.adapters.recipe_env import env_options
+from paravt.learners.adapters.recipe_env import env_options, processor_pixels
 
 AGENT_LOOP = "paravt.learners.adapters.verl.agent_loop.ParaVTAgentLoop"
 SUPPORTED_VERL = ("0.9.1",)
@@ -61,6 +61,9 @@ def trainer_config(cfg: Any, samples: list[Any], out: Path, split: str) -> dict[
             "train_batch_size": r.prompts_per_step,
             "return_raw_chat": True,
             "filter_overlong_prompts": False,  # the prompt column is the question alone; the loop checks the real one
+            # the local trainer's pixel budget, for verl's processor (prompt pads, multimodal inputs) and, through
+            # the agent loop's generate calls, the inference server's: the same image tokens per frame everywhere
+            "mm_processor_kwargs": processor_pixels(cfg),
         },
         "actor_rollout_ref": {
             "model": {"path": str(cfg.model.path) if cfg.model.path else "???"},

@@ -6,13 +6,16 @@ then verl's ``_agent_loop_postprocess`` (padding, multimodal inputs, M-RoPE posi
 (the batch). The batch then goes through the tiny model's forward as verl's actor feeds it, and every generated
 token's log-prob must match what the server reported: pads and features agree, positions are right.
 
-The server is the tiny Qwen3-VL behind verl's ``generate`` contract, with the main agent's turns scripted (a
-random model writes no valid call) and scored by the model. ``AutoProcessor`` needs torchvision, which has no CPU
-wheel here: it is replaced by transformers' own Qwen3-VL processor without its video part (``images_only_
-processor``); verl's ``hf_processor`` then binds ``get_rope_index`` as it does on a GPU machine.
+The server is the tiny Qwen3-VL behind verl's ``generate`` contract (``scripted_server``), with the main agent's
+turns scripted (a random model writes no valid call) and scored by the model. verl's ``hf_processor`` loads
+``AutoProcessor`` unmodified (the nox session installs the repository's torchvision stand-in, whose absence would
+make it return None on a CPU machine) and binds ``get_rope_index`` as it does on a GPU machine.
 """
 
 import asyncio
+import importlib.util
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,51 +24,36 @@ from engine_env import PARA_GRPO_CPU, SCRIPT, engine_import, local_episode  # te
 engine_import("verl", "verl.experimental.agent_loop.agent_loop")
 torch = pytest.importorskip("torch")
 
-import transformers  # noqa: E402
 from hydra import compose, initialize_config_dir  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import AgentLoopWorker  # noqa: E402
 from verl.protocol import DataProto  # noqa: E402
-from verl.utils import hf_tokenizer  # noqa: E402
+from verl.utils import hf_processor, hf_tokenizer  # noqa: E402
 from verl.utils.dataset.rl_dataset import collate_fn, get_dataset_class  # noqa: E402
-from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 import paravt.learners.adapters.verl.agent_loop  # noqa: E402,F401  (registers "paravt")
 from paravt.cli import main  # noqa: E402
-from paravt.learners.adapters.trl.processor import images_only_processor  # noqa: E402
+from paravt.learners.adapters.recipe_env import processor_pixels  # noqa: E402
 from paravt.learners.config import load_recipe  # noqa: E402
+from paravt.learners.run_setup import env_config  # noqa: E402
 from paravt.policies.hf import HFPolicy  # noqa: E402
+from paravt_env import VideoToolEnv  # noqa: E402
+from paravt_env.messages import observation_messages  # noqa: E402
 
 # PARA-GRPO as released at CPU size (engine_env.PARA_GRPO_CPU), two rollouts of two prompts.
 OVERRIDES = [*PARA_GRPO_CPU, "rollout.group_size=2", "rollout.prompts_per_step=2", "rollout.max_new_tokens=96"]
 TURNS = SCRIPT
 
 
-class ScriptedServer:
-    """verl's ``generate``: the script's next turn for the trajectory (cut at ``max_tokens``, as a server cuts),
-    its log-probs from one forward pass of the model over the prompt's tokens and images."""
-
-    def __init__(self, policy: HFPolicy) -> None:
-        self.policy, self.turn = policy, {}
-
-    async def generate(self, *, request_id, prompt_ids, sampling_params, image_data=None, **_):
-        return await asyncio.to_thread(self._generate, request_id, list(prompt_ids), sampling_params, image_data or [])
-
-    def _generate(self, request_id, ids, params, images):
-        tok = self.policy.tokenizer
-        i = self.turn.get(request_id, 0)
-        self.turn[request_id] = i + 1
-        out = tok.encode(TURNS[min(i, len(TURNS) - 1)], add_special_tokens=False) + [self.policy.end_of_turn_id]
-        out = out[: params.get("max_tokens") or len(out)]
-        encoded = self.policy.encode_ids(ids + out, images)
-        with torch.no_grad():
-            lp = self.policy.sequence_logprobs(encoded, temperature=params.get("temperature") or 1.0)[len(ids) - 1 :]
-        return TokenOutput(token_ids=out, log_probs=[float(x) for x in lp], stop_reason="completed")
+def _standin():
+    name = "paravt_verl_scripted_server"  # the module test_ray_workers ships to Ray by value: loaded once
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("scripted_server.py"))
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
 
 
-@pytest.fixture
-def no_torchvision_processor(monkeypatch):
-    monkeypatch.setattr(transformers.AutoProcessor, "from_pretrained",
-                        classmethod(lambda cls, path, *a, **k: images_only_processor(path)))  # fmt: skip
+ScriptedServer = _standin().ScriptedServer
 
 
 def run_worker(tiny_qwen3, synth_small, tmp_path, extra=(), mode="frames"):
@@ -76,18 +64,15 @@ def run_worker(tiny_qwen3, synth_small, tmp_path, extra=(), mode="frames"):
     with initialize_config_dir(config_dir=str(out), version_base=None):
         cfg = compose(config_name="paravt_verl", overrides=list(extra))
     tok = hf_tokenizer(str(tiny_qwen3))
-    from verl.utils import hf_processor
-
     processor = hf_processor(str(tiny_qwen3))
     assert processor is not None and hasattr(processor, "get_rope_index")  # verl bound the M-RoPE positions
     dataset = get_dataset_class(cfg.data)(cfg.data.train_files, tok, cfg.data, processor)
     assert len(dataset) == len(samples)
     rows = [dataset[i] for i in range(2)]
     batch = DataProto.from_single_dict(collate_fn(rows)).repeat(cfg.actor_rollout_ref.rollout.n, interleave=True)
-    torch.manual_seed(0)
-    policy = HFPolicy.from_pretrained(tiny_qwen3, temperature=cfg.actor_rollout_ref.rollout.temperature)
-    worker = AgentLoopWorker(cfg, llm_client=ScriptedServer(policy))
-    return cfg, samples, policy, asyncio.run(worker.generate_sequences(batch))
+    server = ScriptedServer(str(tiny_qwen3), cfg.actor_rollout_ref.rollout.temperature)
+    worker = AgentLoopWorker(cfg, llm_client=server)
+    return cfg, samples, server.policy, asyncio.run(worker.generate_sequences(batch))
 
 
 def pads_and_features(processor_like, ids, mm) -> tuple[int, int]:
@@ -98,15 +83,14 @@ def pads_and_features(processor_like, ids, mm) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("mode", ["frames", "subagent"])
-def test_verl_worker_batches_paravt_trajectories_the_actor_can_train_on(tiny_qwen3, synth_small, tmp_path, mode,
-                                                                        no_torchvision_processor):  # fmt: skip
+def test_verl_worker_batches_paravt_trajectories_the_actor_can_train_on(tiny_qwen3, synth_small, tmp_path, mode):
     cfg, samples, policy, batch = run_worker(tiny_qwen3, synth_small, tmp_path, mode=mode)
     b = batch.batch
     n = len(batch)
     assert n == 4 and b["position_ids"].shape == (n, 4, b["input_ids"].shape[1])  # text + 3 M-RoPE rows
     assert b["prompts"].shape[1] == cfg.data.max_prompt_length and b["responses"].shape[1] == cfg.data.max_response_length
     mm = batch.non_tensor_batch["multi_modal_inputs"]
-    proc = images_only_processor(tiny_qwen3)
+    proc = hf_processor(str(tiny_qwen3))
     model = policy.model
     for i in range(n):
         ids = b["input_ids"][i]
@@ -143,12 +127,12 @@ def test_verl_worker_batches_paravt_trajectories_the_actor_can_train_on(tiny_qwe
         assert ("sub-agent summary:" in text) == (mode == "subagent")
 
 
-def test_a_tool_response_that_does_not_fit_is_not_committed(tiny_qwen3, synth_small, tmp_path, no_torchvision_processor):
+def test_a_tool_response_that_does_not_fit_is_not_committed(tiny_qwen3, synth_small, tmp_path):
     # room for the first turn (~60 tokens) but not for its two crops' frames and text
     cfg, samples, policy, batch = run_worker(tiny_qwen3, synth_small, tmp_path, extra=["data.max_response_length=160"])
     b = batch.batch
     mm = batch.non_tensor_batch["multi_modal_inputs"]
-    proc = images_only_processor(tiny_qwen3)
+    proc = hf_processor(str(tiny_qwen3))
     for i in range(len(batch)):
         pads, features = pads_and_features(proc, b["input_ids"][i], mm[i])
         assert pads == features  # the images verl re-processes are exactly those whose pads are in the tokens
@@ -176,3 +160,25 @@ def test_the_exported_config_is_verls_own_and_sized_from_the_recipe(tiny_qwen3, 
     assert rollout.agent.default_agent_loop == "paravt" and cfg.data.max_prompt_length == budget.prompt
     # 64 frames of 50,176 pixels at 49 pads each, plus text; sub-agent mode: no crop frame reaches the main agent
     assert budget.overview_frames == 64 and budget.max_images == 64 and budget.prompt > 64 * 49
+
+
+def test_the_policy_sees_the_local_trainers_prompt_token_for_token(tiny_qwen3, synth_small, tmp_path):
+    """One observation whichever engine: the prompt verl's worker built for each trajectory (its Continuous Token
+    builder on ``AutoProcessor``, at the exported ``data.mm_processor_kwargs``) is the local trainer's
+    ``HFPolicy.encode`` of the same reset, token for token: the system prompt, the question, the think prefix and the
+    same image tokens per frame (the recipe's pixel budget, not the processor's default)."""
+    cfg, samples, _, batch = run_worker(tiny_qwen3, synth_small, tmp_path)
+    recipe = load_recipe("paragrpo_qwen3vl_8b", [*OVERRIDES, "env.tool_result=frames", f"model.path={tiny_qwen3}"])
+    local = HFPolicy.from_pretrained(tiny_qwen3, think_prefix=True, **processor_pixels(recipe))
+    env = VideoToolEnv(samples, env_config(recipe))
+    pad = local.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    b, width = batch.batch, batch.batch["prompts"].shape[1]
+    per_frame = set()
+    for i in range(len(batch)):
+        obs, info = env.reset(options={"index": int(batch.non_tensor_batch["extra_info"][i]["index"])})
+        want = list(local.encode(observation_messages(obs, info)).input_ids)
+        got = b["prompts"][i][b["attention_mask"][i][:width].bool()].tolist()
+        assert got == want
+        per_frame.add(got.count(pad) / len(obs["frames"]))
+    processed = local.process_images(list(obs["frames"][:1]))[1]  # the frame's grid at the recipe's budget
+    assert per_frame == {int(processed.prod()) // 4} and per_frame != {16}  # 9 pads (3 x 3) at 12,544 pixels
