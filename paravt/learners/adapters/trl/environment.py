@@ -10,7 +10,9 @@ and images) as ``tool`` messages. This class maps that onto ``VideoToolEnv`` (or
 - ``crop_video(start_time, end_time)``: async. TRL gathers the calls of one turn concurrently; the first
   call waits one loop iteration so that every call of the turn has arrived, then the whole turn goes to the
   env as ONE step (parallel dispatch, the env's ``max_parallel`` and validation); each call gets its own
-  ``<tool_response>`` block of the env's feedback, with its frames as images;
+  ``<tool_response>`` block of the env's feedback, with its frames as images (``tool_results``: the blocks
+  concatenated are the env's feedback message exactly, which the adapter's chat template renders as the local
+  trainer does, ``paravt.learners.adapters.trl.template``);
 - ``paravt_reward`` (a TRL reward function): the env's reward of the episode as the policy wrote it. The
   turns are cut from the completion's token ids (what the policy generated, tool responses removed), and the
   episode is replayed through the env from the same reset: the reward is ``VideoToolEnv``'s own, over the
@@ -25,19 +27,21 @@ import asyncio
 import json
 import logging
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from paravt_env.messages import observation_messages
+from paravt.learners.adapters.trl.template import ROLE_KEY
+from paravt_env.messages import Message, observation_messages
 
 logger = logging.getLogger(__name__)
 
 RESET_KEYS = ("index", "sample_id", "epoch", "frame_budget")
-_BLOCK = re.compile(r"<tool_response>\n?(.*?)\n?</tool_response>", re.S)
+_RESPONSE_START = re.compile(r"(?=<tool_response>)")
 
 
-def content_blocks(text: str, frames: np.ndarray) -> list[dict[str, Any]]:
+def content_blocks(text: str, frames: Sequence[np.ndarray] | np.ndarray) -> list[dict[str, Any]]:
     """An observation's text with its ``<image>`` placeholders replaced by image blocks (PIL), in order."""
     from PIL import Image
 
@@ -90,9 +94,12 @@ class ParaVTEnvironment:
         self.shown = [obs["frames"]]
         self._pending, self._turn, self.done = [], None, False
         self.last_info = info
-        # The system prompt is the dataset row's system message (see paravt.learners.adapters.trl.recipe.dataset_rows); the
-        # user's part of the observation comes here.
-        return [b for m in observation_messages(obs, info) if m.role != "system" for b in content_blocks(m.text, m.images)]
+        messages = observation_messages(obs, info)
+        # TRL renders the row's prompt with this content appended to its last (user) message: the row must hold
+        # the env's system prompt and an empty user message, or the policy reads another prompt than the local
+        # trainer's (paravt.learners.adapters.trl.recipe.dataset_rows writes such rows).
+        check_row_prompt(row.get("prompt"), messages)
+        return [b for m in messages if m.role != "system" for b in content_blocks(m.text, m.images)]
 
     def _reset(self) -> tuple[dict, dict]:
         options = dict(self._reset_args["options"])
@@ -133,7 +140,7 @@ class ParaVTEnvironment:
         self.done = terminated or truncated
         self.last_info = info
         self.shown.append(obs["frames"])
-        return split_feedback(obs["text"], obs["frames"], len(calls))
+        return tool_results(observation_messages(obs, info), len(calls))
 
     def _replay(self, turns: list[str]) -> dict[str, Any]:
         """Replay the episode with the policy's own turns from the same reset; the env's final ``info``
@@ -141,9 +148,10 @@ class ParaVTEnvironment:
         frames the rollout showed)."""
         obs, _ = self._reset()
         replayed = [obs["frames"]]
-        reward, info = 0.0, {}
+        reward, info, crops = 0.0, {}, 0
         for text in turns or [""]:
             obs, reward, terminated, truncated, info = self.env.step(text)
+            crops += int(info.get("tool_calls", {}).get("executed", 0))
             if terminated or truncated:
                 break
             replayed.append(obs["frames"])
@@ -152,22 +160,46 @@ class ParaVTEnvironment:
         # a rolled-back rollout replays fewer turns than it showed: what it kept must match
         match = all(np.array_equal(a, b) for a, b in zip(self.shown, replayed, strict=False)) and (
             len(replayed) >= len(self.shown) or rolled_back(self, turns) > 0)
-        return {**info, "reward": float(reward), "frames_match": match}
+        return {**info, "reward": float(reward), "frames_match": match, "crops": crops}
 
 
-def split_feedback(text: str, frames: np.ndarray, n_calls: int) -> list[list[dict[str, Any]]]:
-    """The env's feedback of a turn as one content list per call: call i gets the i-th ``<tool_response>``
-    block with its frames; text outside the blocks (turns left, notes) goes with the last call."""
-    blocks = _BLOCK.findall(text)
-    rest = _BLOCK.sub("", text).strip()
-    if len(blocks) != n_calls:  # the env answered the turn as a whole: the first call carries it all
-        return [content_blocks(text, frames)] + [[{"type": "text", "text": "(see the first response of this turn)"}]] * (n_calls - 1)
-    out, used = [], 0
-    for i, block in enumerate(blocks):
-        body = block + (f"\n{rest}" if rest and i == n_calls - 1 else "")
-        k = block.count("<image>")
-        out.append(content_blocks(body, frames[used : used + k]))
-        used += k
+def check_row_prompt(prompt: Any, messages: Sequence[Message]) -> None:
+    """Refuse a dataset row whose prompt is not the env's system prompt followed by an empty user message."""
+    if prompt is None:
+        return  # not a TRL row (a direct reset)
+    system = [m.text for m in messages if m.role == "system"]
+    want = [{"role": "system", "content": system[0]}] if system else []
+    got = [{"role": m.get("role"), "content": m.get("content")} for m in prompt]
+    if got[:-1] != want or not got or got[-1] != {"role": "user", "content": ""}:
+        raise ValueError("the dataset row's prompt is not this env's: TRL renders the row's messages, then the reset's "
+                         "user content, so the row must hold exactly the env's system prompt and an empty user "
+                         "message (paravt.learners.adapters.trl.dataset_rows with the env's prompt_mode); the row's "
+                         f"roles are {[m['role'] for m in got]}, the env's system prompt starts "
+                         f"{(system or [''])[0][:60]!r}")  # fmt: skip
+
+
+def tool_results(messages: Sequence[Message], n_calls: int) -> list[list[dict[str, Any]]]:
+    """The env's feedback messages of a turn as one content list per call, such that the lists, concatenated in
+    call order, hold the messages' text and frames exactly: every message is cut before each
+    ``<tool_response>`` (call i gets the i-th piece, the last call every piece left, a call past the pieces an
+    empty text) and the first block of each message carries its role (``ROLE_KEY``), from which the adapter's
+    chat template rebuilds the messages as the local trainer renders them."""
+    pieces: list[list[dict[str, Any]]] = []
+    for message in messages:
+        texts = [t for t in _RESPONSE_START.split(message.text) if t]
+        if len(texts) > 1 and not texts[0].startswith("<tool_response>"):  # notes before the first response
+            texts[:2] = [texts[0] + texts[1]]
+        used = 0
+        for i, text in enumerate(texts or [""]):
+            k = text.count("<image>")
+            blocks = content_blocks(text, message.images[used : used + k]) or [{"type": "text", "text": ""}]
+            used += k
+            if i == 0:
+                blocks[0] = {**blocks[0], ROLE_KEY: message.role}
+            pieces.append(blocks)
+    out = [pieces[i] if i < len(pieces) else [{"type": "text", "text": ""}] for i in range(n_calls)]
+    for rest in pieces[n_calls:]:
+        out[-1] = out[-1] + rest
     return out
 
 
@@ -188,8 +220,10 @@ def paravt_reward(completion_ids: list[list[int]], environments: list[ParaVTEnvi
     ``paravt/rolled_back_tool_responses``: tool responses TRL rolled back at ``max_completion_length`` (the
     crops' frames never reached the model; the episode is scored as it ended, unanswered), also warned about;
     ``paravt/replay_mismatch``: replays that showed other frames than the rollout did (TRL's tool-call parser and
-    the env's disagreed on a malformed turn), scored as the env scores the text: feedback, not a crash."""
-    rewards, mismatched, dropped = [], 0, 0
+    the env's disagreed on a malformed turn), scored as the env scores the text: feedback, not a crash;
+    ``paravt/crops_per_episode``: crops the env ran for the calls the policy wrote (the local trainer's
+    ``tool_calls`` of a trajectory), to compare a checkpoint's tool use across engines."""
+    rewards, mismatched, dropped, crops = [], 0, 0, 0
     for ids, env in zip(completion_ids, environments, strict=True):
         text = tokenizer.decode(ids, skip_special_tokens=False)
         prefix = env.env.unwrapped.config.response_prefix
@@ -198,6 +232,7 @@ def paravt_reward(completion_ids: list[list[int]], environments: list[ParaVTEnvi
         out = env._replay(turns)
         dropped += lost
         mismatched += not out["frames_match"] and not lost
+        crops += out["crops"]
         rewards.append(out["reward"])
     if dropped:
         logger.warning("TRL rolled back %d tool responses in a batch of %d completions: they would have passed "
@@ -209,6 +244,7 @@ def paravt_reward(completion_ids: list[list[int]], environments: list[ParaVTEnvi
     if log_metric is not None:
         log_metric("paravt/replay_mismatch", mismatched / max(1, len(rewards)))
         log_metric("paravt/rolled_back_tool_responses", dropped / max(1, len(rewards)))
+        log_metric("paravt/crops_per_episode", crops / max(1, len(rewards)))
     return rewards
 
 

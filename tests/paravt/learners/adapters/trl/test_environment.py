@@ -1,5 +1,7 @@
 """The TRL environment plays the env's episodes: the same frames, the same reward as in process (and through
-``paravt serve-env``), with a turn's crops as one parallel env step."""
+``paravt serve-env``), with a turn's crops as one parallel env step, and the env's feedback handed to TRL's calls
+so that, concatenated, it is the env's message exactly (what the adapter's chat template renders as the local
+trainer does)."""
 
 import asyncio
 import json
@@ -11,9 +13,12 @@ from paravt.learners.adapters.trl.environment import (
     ParaVTEnvironment,
     assistant_turns,
     content_blocks,
-    split_feedback,
+    tool_results,
 )
+from paravt.learners.adapters.trl.recipe import dataset_rows
+from paravt.learners.adapters.trl.template import ROLE_KEY
 from paravt_env import VideoToolEnv
+from paravt_env.messages import Message
 
 pytest.importorskip("PIL")
 
@@ -27,6 +32,11 @@ def images(blocks):
     return [np.asarray(b["image"]) for b in blocks if b["type"] == "image"]
 
 
+def joined(results):
+    """The text of the calls' content lists, concatenated, each image as the env's ``<image>`` placeholder."""
+    return "".join(b["text"] if b["type"] == "text" else "<image>" for blocks in results for b in blocks)
+
+
 def play_trl(env_factory, index):
     """What TRL does with the environment: reset, gather the turn's calls, then the reward by replay."""
     env = ParaVTEnvironment(env_factory())
@@ -34,7 +44,7 @@ def play_trl(env_factory, index):
     async def turn():
         return await asyncio.gather(*(env.crop_video(a, b) for a, b in CALLS))
 
-    user = env.reset(prompt=[], index=index, epoch=0, seed=1)
+    user = env.reset(**{**dataset_rows(index + 1)[index], "seed": 1})
     per_call = asyncio.run(turn())
     out = env._replay([TURN1, TURN2])
     env.env.close()
@@ -68,6 +78,11 @@ def check_same(env_samples, factory, in_process):
         assert len(per_call) == 3 and images(per_call[2]) == [] and "rejected: start_time (500)" in per_call[2][0]["text"]
         shown = [f for call in per_call for f in images(call)]
         assert np.array_equal(np.stack(shown), obs1["frames"]) and info1["tool_calls"]["executed"] == 2
+        # the calls' responses, concatenated, are the env's feedback message: its text, its role, its frames
+        [feedback] = info1["messages"]
+        assert joined(per_call) == feedback["text"] and per_call[0][0][ROLE_KEY] == feedback["role"] == "user"
+        assert [ROLE_KEY in b for call in per_call for b in call].count(True) == 1
+        assert all(joined([call]).startswith("<tool_response>") for call in per_call)
         assert out["frames_match"] and out["reward"] == reward and out["reward_breakdown"] == info2["reward_breakdown"]
 
 
@@ -89,10 +104,32 @@ def test_assistant_turns_cut_the_tool_responses_out():
     assert assistant_turns("<think>cut by the length lim") == ["<think>cut by the length lim"]
 
 
-def test_feedback_split_and_placeholders():
-    frames = np.zeros((3, 28, 28, 3), np.uint8)
-    text = "<tool_response>\na <1.0 seconds><image><2.0 seconds><image>\n</tool_response>\n<tool_response>\nb <3.0 seconds><image>\n</tool_response>\nlast turn"
-    one, two = split_feedback(text, frames, 2)
-    assert len(images(one)) == 2 and len(images(two)) == 1 and two[-1]["text"].endswith("last turn")
+def test_tool_results_hold_the_feedback_exactly():
+    frames = [np.full((28, 28, 3), i, np.uint8) for i in range(3)]
+    text = ("note: cut\n<tool_response>\na <1.0 seconds><image><2.0 seconds><image>\n</tool_response>\n"
+            "<tool_response>\nb <3.0 seconds><image>\n</tool_response>\nlast turn")  # fmt: skip
+    one, two = tool_results([Message("user", text, frames)], 2)
+    assert joined([one, two]) == text and one[0][ROLE_KEY] == "user" and ROLE_KEY not in two[0]
+    assert [int(f[0, 0, 0]) for f in images(one) + images(two)] == [0, 1, 2] and len(images(one)) == 2
+    assert joined([one]).startswith("note: cut\n<tool_response>") and joined([two]).endswith("last turn")
+    # more responses than calls (the env answered calls TRL's parser missed): the last call carries the rest
+    [only] = tool_results([Message("user", text, frames)], 1)
+    assert joined([only]) == text and len(images(only)) == 3
+    # fewer pieces than calls: the calls past them answer with an empty text
+    *_, empty = tool_results([Message("user", "no response blocks", [])], 3)
+    assert empty == [{"type": "text", "text": ""}]
+    # several messages a turn (the release's protocol: one per crop): each message's first block says its role
+    a, b = tool_results([Message("user", "first <image>", frames[:1]), Message("user", "", [])], 2)
+    assert a[0][ROLE_KEY] == b[0][ROLE_KEY] == "user" and joined([a, b]) == "first <image>"
     with pytest.raises(ValueError, match="placeholders"):
-        content_blocks("<image>", frames)
+        content_blocks("<image>", np.stack(frames))
+
+
+def test_a_row_with_another_prompt_is_refused(env_samples):
+    env = ParaVTEnvironment(VideoToolEnv(env_samples, frame_budget=4))  # the agentic prompt
+    with pytest.raises(ValueError, match="not this env's"):
+        env.reset(**dataset_rows(1, prompt_mode="agentic_compact")[0])
+    with pytest.raises(ValueError, match="not this env's"):
+        env.reset(**{**dataset_rows(1)[0], "prompt": [{"role": "user", "content": ""}]})  # no system prompt
+    assert env.reset(**dataset_rows(1)[0])  # the env's own prompt
+    env.env.close()

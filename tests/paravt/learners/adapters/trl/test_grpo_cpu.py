@@ -4,11 +4,12 @@ the crop frames counted where they must arrive, the vision tower, both when TRL 
 the loss; a too-short ``max_completion_length`` refused, and where allowed, its rolled-back responses counted.
 
 A random model never writes a tool call, so the tests first imprint one episode on it (a turn of two parallel
-crops, then an answer; 80 passes, ~15 s): sampled at temperature 1 it then calls the tool most of the time on the
-prompt it was imprinted on, which gives GRPO groups with reward spread.
+crops, then an answer; 80 passes, ~15 s) as the local trainer renders it (``HFPolicy.encode``, the trajectory
+builder's turns and feedback): sampled at temperature 1 under TRL it then calls the tool most of the time on the
+prompt it was imprinted on, which gives GRPO groups with reward spread; that it does is the adapter's rendering
+being the local trainer's.
 """
 
-import asyncio
 import copy
 import json
 
@@ -20,61 +21,62 @@ engine_import("trl", "trl")
 torch = pytest.importorskip("torch")
 
 from paravt.learners.adapters.trl import ParaVTEnvironment, dataset_rows, grpo_trainer  # noqa: E402
-from paravt.learners.adapters.trl.processor import load_processor  # noqa: E402
+from paravt.learners.adapters.trl.recipe import load_trl_processor  # noqa: E402
+from paravt.learners.trajectory import TrajectoryBuilder  # noqa: E402
+from paravt.policies.base import Generation  # noqa: E402
+from paravt.policies.hf import HFPolicy  # noqa: E402
 from paravt_env import VideoToolEnv  # noqa: E402
+from paravt_env.messages import observation_messages  # noqa: E402
 
 # the TRL example of docs/engines.md at the tiny model's size: two parallel crops of at most 8 frames, 3 turns
 ENV = {"frame_budget": 4, "max_pixels": 12544, "max_parallel": 2, "crop_max_frames": 8}
 CALLS = [(5, 15), (20, 30)]
 
 
-def imprint(model, processor, env: ParaVTEnvironment, passes: int) -> float:
-    """Teach ``model`` one episode of ``env`` (sample 0): two parallel crops, then an answer."""
-    row = dataset_rows(1)[0]
-    user = env.reset(**row)
-
-    async def crops():
-        return await asyncio.gather(*(env.crop_video(a, b) for a, b in CALLS))
-
-    results = asyncio.run(crops())
-    calls = [{"type": "function", "function": {"name": "crop_video", "arguments": {"start_time": a, "end_time": b}}} for a, b in CALLS]
-    first = [row["prompt"][0], {"role": "user", "content": user}]
-    second = first + [{"role": "assistant", "content": "", "tool_calls": calls}] + [
-        {"role": "tool", "name": "crop_video", "content": r} for r in results]  # fmt: skip
-    turn1 = "".join("<tool_call>\n" + json.dumps(c["function"]) + "\n</tool_call>" for c in calls) + "<|im_end|>"
-    batches = []
-    for conversation, target in ((first, turn1), (second, "<answer>[6.0, 12.0]</answer><|im_end|>")):
-        enc = processor.apply_chat_template(conversation, tools=[env.crop_video], add_generation_prompt=True, tokenize=True,
-                                            return_dict=True, return_tensors="pt")  # fmt: skip
-        tgt = processor.tokenizer(target, add_special_tokens=False, return_tensors="pt")["input_ids"]
-        ids = torch.cat([enc["input_ids"], tgt], 1)
-        labels = ids.clone()
-        labels[:, : enc["input_ids"].shape[1]] = -100
-        batches.append({"input_ids": ids, "attention_mask": torch.ones_like(ids), "pixel_values": enc["pixel_values"],
-                        "image_grid_thw": enc["image_grid_thw"], "labels": labels,
-                        "mm_token_type_ids": torch.cat([enc["mm_token_type_ids"], torch.zeros_like(tgt)], 1)})  # fmt: skip
+def imprint(model, processor, samples, passes: int) -> float:
+    """Teach ``model`` one episode of sample 0 (two parallel crops, then an answer) as the local trainer reads it:
+    its policy's prompt, turns and feedback (``HFPolicy`` at the env's pixel budget, ``TrajectoryBuilder``), the
+    loss on the turns' tokens."""
+    env = VideoToolEnv(samples, **ENV)
+    policy = HFPolicy(model, processor.tokenizer, processor.image_processor, min_pixels=env.config.min_pixels,
+                      max_pixels=env.config.max_pixels)  # fmt: skip
+    obs, info = env.reset(options={k: v for k, v in dataset_rows(1)[0].items() if k in ("index", "epoch")})
+    history = observation_messages(obs, info)
+    builder = TrajectoryBuilder(policy, policy.encode(history), history)
+    turn1 = "".join("<tool_call>\n" + json.dumps({"name": "crop_video", "arguments": {"start_time": a, "end_time": b}})
+                    + "\n</tool_call>" for a, b in CALLS)  # fmt: skip
+    executed = []
+    for text in (turn1, "<answer>[6.0, 12.0]</answer>"):
+        ids = processor.tokenizer.encode(text + "<|im_end|>", add_special_tokens=False)
+        builder.add_turn(Generation(text=text, token_ids=ids, logprobs=[0.0] * len(ids)))
+        obs, _, terminated, truncated, info = env.step(text)
+        executed.append(info["tool_calls"]["executed"])
+        if not (terminated or truncated):
+            builder.add_feedback(observation_messages(obs, info))
+    assert terminated and executed == [2, 0]
+    inputs = policy.model_inputs(builder.encoded)
+    labels = torch.tensor([builder.encoded.input_ids])
+    labels[0, torch.tensor(builder.loss_mask) == 0] = -100
     opt = torch.optim.AdamW(model.parameters(), lr=5e-3)
     for _ in range(passes):
-        for b in batches:
-            loss = model(**b).loss
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
+        loss = model(**inputs, labels=labels).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
     return float(loss)
 
 
 @pytest.fixture(scope="module")
 def imprinted(tiny_qwen3, synth_small):
-    """The tiny model with one two-crop episode imprinted, its processor (TRL's Qwen3-VL template: a released
-    Qwen3-VL carries it, and TRL parses tool calls from it), and the samples."""
+    """The tiny model with one two-crop episode imprinted, its processor as TRL loads it (``AutoProcessor``, the
+    checkpoint's own template: ``grpo_trainer`` configures a copy), and the samples."""
     from transformers import AutoModelForImageTextToText
-    from trl.chat_template_utils import qwen3_vl_chat_template
 
     torch.manual_seed(0)
     samples = synth_small[1][:4]
-    processor = load_processor(tiny_qwen3, chat_template=qwen3_vl_chat_template)
+    processor = load_trl_processor(tiny_qwen3)
     model = AutoModelForImageTextToText.from_pretrained(tiny_qwen3)
-    assert imprint(model, processor, ParaVTEnvironment(VideoToolEnv(samples, **ENV)), passes=80) < 0.05
+    assert imprint(model, processor, samples, passes=80) < 0.05
     return model, processor, samples
 
 
@@ -131,7 +133,7 @@ def test_grpo_steps_through_trl_and_crop_frames_reach_the_vision_tower(imprinted
 
 
 def test_a_completion_length_that_drops_every_crop_is_refused_and_where_allowed_counted(imprinted, tmp_path, monkeypatch):
-    with pytest.raises(ValueError, match="cannot hold one turn of 2 parallel crops"):
+    with pytest.raises(ValueError, match="cannot hold one turn of 2 parallel crops of 8 frames .* to 1024, or no single env setting"):
         train(imprinted, tmp_path, monkeypatch, max_completion_length=160)
     _, _, counter, logs = train(imprinted, tmp_path, monkeypatch, steps=2, max_completion_length=160,
                                 allow_rolled_back_crops=True)  # fmt: skip

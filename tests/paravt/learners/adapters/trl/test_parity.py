@@ -45,7 +45,8 @@ def test_the_scripted_episode_scores_as_in_the_local_trainer(tiny_qwen3, synth_s
         local = local_episode(samples, index, ["env.tool_result=frames"])
         assert reward == pytest.approx(local["reward"]) and k == local["K"] and k in (4, 8)
         assert len(env.shown) == len(local["frames"]) and all(np.array_equal(a, b) for a, b in zip(env.shown, local["frames"], strict=True))
-        assert logged == {"paravt/replay_mismatch": 0.0, "paravt/rolled_back_tool_responses": 0.0}
+        assert logged == {"paravt/replay_mismatch": 0.0, "paravt/rolled_back_tool_responses": 0.0,
+                          "paravt/crops_per_episode": float(len(CROPS))}  # fmt: skip
         # TRL rolls back the tool responses of a completion cut at max_completion_length: counted, not silent
         [_] = reward_fn([tokenizer.encode(SCRIPT[0] + "<|im_end|>", add_special_tokens=False)], [env],
                         log_metric=lambda name, value: logged.__setitem__(name, value))  # fmt: skip
