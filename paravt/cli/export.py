@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
         from paravt.learners.adapters.openrlhf.launcher import export_prompts
 
         path = export_prompts(samples, args.out, cfg)
-        print(f"wrote {len(samples)} prompts to {path} (labels carry {args.recipe}'s env)")
+        # the labels name the videos by absolute paths: the rollout actors run in their Ray node's directory
+        print(f"wrote {len(samples)} prompts to {path} (labels carry {args.recipe}'s env and the videos' absolute paths)")
         return 0
     from paravt.learners.adapters.verl.export import export_verl
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from paravt.learners.adapters.budget import recipe_budget
 from paravt.learners.adapters.openrlhf.label import make_label
-from paravt.learners.adapters.recipe_env import env_options
+from paravt.learners.adapters.recipe_env import env_options, processor_pixels
 from paravt.learners.config import TrainConfig
 from paravt_env import VideoQASample
 
@@ -31,14 +31,18 @@ AGENT_FUNC = Path(__file__).with_name("agent_func.py")
 
 def export_prompts(samples: list[VideoQASample], out: str | Path, cfg: TrainConfig, epoch: int = 0) -> Path:
     """One JSONL row per sample in the layout OpenRLHF's prompt dataset reads: ``prompt`` (the question, for
-    logs) and ``label`` (the sample with the recipe's env options: the executor rebuilds the env from it)."""
+    logs) and ``label`` (the sample, its files by absolute paths, with the recipe's env options and the pixel budget
+    of the local trainer's image processor: the executor rebuilds the env from it)."""
     options = env_options(cfg, "openrlhf")
+    budget = processor_pixels(cfg)  # the local trainer's image-processor budget: the executor shows frames at it
+    pixels = (budget["min_pixels"], budget["max_pixels"])
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         for s in samples:
-            f.write(json.dumps({"prompt": s.question_with_options(), "label": make_label(s, options, epoch)}) + "\n")
+            label = make_label(s, options, epoch, processor_pixels=pixels)
+            f.write(json.dumps({"prompt": s.question_with_options(), "label": label}) + "\n")
     os.replace(tmp, out)
     return out
 

@@ -2,8 +2,9 @@
 clean environment (``test_clean_process.py`` starts it with only PATH and HOME): the agent executor is loaded by
 OpenRLHF's own ``_load_agent_executor`` (by file path, instantiated with no arguments), plays the row's label, and
 OpenRLHF's own ``_process_response_into_experience`` and ``make_experience_batch`` turn the result into the
-experience batch the actor trains on. vLLM is the GPU-only part left out: a module stub satisfies OpenRLHF's
-imports of it, and ``ScriptedEngine`` (the tiny model behind ``llm_engine.generate``) answers instead.
+experience batch the actor trains on. The processor is the one OpenRLHF's own ``get_tokenizer`` loads. vLLM is the
+GPU-only part left out: the stand-in package ``vllm_standin`` satisfies OpenRLHF's imports of it, and
+``ScriptedEngine`` (the tiny model behind ``llm_engine.generate``) answers instead.
 
     python clean_process_episode.py ROW.json MODEL_DIR MAX_LENGTH TURNS.json OUT.json
 """
@@ -14,43 +15,29 @@ import asyncio
 import json
 import os
 import sys
-import types
 from pathlib import Path
 
-
-def stub_vllm() -> None:
-    vllm = types.ModuleType("vllm")
-    vllm.__version__ = "0.29.0"
-
-    class SamplingParams:  # the fields the executors read and write
-        def __init__(self, temperature=1.0, top_p=1.0, max_tokens=None, logprobs=None, **_):
-            self.temperature, self.top_p, self.max_tokens, self.logprobs = temperature, top_p, max_tokens, logprobs
-
-    vllm.SamplingParams = SamplingParams
-    inputs, utils = types.ModuleType("vllm.inputs"), types.ModuleType("vllm.utils")
-    inputs.TokensPrompt = dict
-    utils.random_uuid = lambda: "0"
-    vllm.inputs, vllm.utils = inputs, utils
-    sys.modules.update({"vllm": vllm, "vllm.inputs": inputs, "vllm.utils": utils})
+STANDIN = Path(__file__).with_name("vllm_standin")
 
 
 def main(row_path: str, model_dir: str, max_length: str, turns_path: str, out_path: str) -> None:
-    stub_vllm()
+    sys.path.insert(0, str(STANDIN))  # `import vllm`: the stand-in (vLLM is GPU-only)
     import torch
     from openrlhf.trainer.ppo_utils.experience import make_experience_batch
     from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
     from openrlhf.trainer.ray.vllm_engine import _load_agent_executor
+    from openrlhf.utils.utils import get_tokenizer
     from vllm import SamplingParams
 
     from paravt.learners.adapters.openrlhf.launcher import AGENT_FUNC
-    from paravt.learners.adapters.openrlhf.local_engine import ProcessorAdapter, ScriptedEngine
+    from paravt.learners.adapters.openrlhf.local_engine import ScriptedEngine
     from paravt.policies.hf import HFPolicy
 
     row = json.loads(Path(row_path).read_text())
     executor = _load_agent_executor(str(AGENT_FUNC))  # OpenRLHF's own loader: AgentExecutor()
     torch.manual_seed(0)
     policy = HFPolicy.from_pretrained(model_dir, temperature=1.0, max_new_tokens=64)
-    processor = ProcessorAdapter(policy.tokenizer, policy.image_processor, policy.pixel_kwargs)
+    processor = get_tokenizer(model_dir, None, "left")  # OpenRLHF's own: the checkpoint's AutoProcessor
     engine = ScriptedEngine(policy, json.loads(Path(turns_path).read_text()))
     params = SamplingParams(temperature=1.0, max_tokens=96, logprobs=1)
     result = asyncio.run(executor.execute(row["prompt"], row["label"], params, int(max_length), processor, engine))

@@ -1,11 +1,12 @@
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 from engine_env import engine_import  # tests/engine_env.py
 
 from paravt.cli import main
-from paravt.learners.adapters.openrlhf.label import make_label, read_label
+from paravt.learners.adapters.openrlhf.label import check_files, make_label, parse_label, read_label
 from paravt.learners.adapters.openrlhf.launcher import (
     AGENT_FUNC,
     export_prompts,
@@ -44,6 +45,38 @@ def test_a_label_without_its_env_is_refused_not_defaulted(synth_small):
     with pytest.raises(ValueError, match="'env' must be an object"):
         read_label(json.dumps({"sample": samples[0].to_dict(), "env": 3}))
     assert read_label(make_label(samples[0], {"frame_budget": 4}, 2))[1:] == ({"frame_budget": 4}, 2)
+
+
+def test_labels_name_files_by_absolute_paths(synth_small, tmp_path, monkeypatch):
+    """A rollout actor runs in its Ray node's directory: ``--data data`` must not reach it as ``data/...``."""
+    data, samples = synth_small
+    (tmp_path / "data").symlink_to(data)
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "openrlhf", "--recipe", "paragrpo_qwen3vl_8b", "--data", "data", "--out", "p.jsonl",
+                 "env.max_pixels=12544"]) == 0  # fmt: skip
+    rows = [json.loads(x) for x in (tmp_path / "p.jsonl").read_text().splitlines()]
+    labels = [parse_label(row["label"]) for row in rows]
+    assert all(lb.sample.video_path == str(tmp_path / "data" / Path(s.video_path).name) for lb, s in zip(labels, samples, strict=True))
+    # the local trainer's processor budget travels with the sample (the recipe's env at 784-12,544 pixels)
+    assert {lb.processor_pixels for lb in labels} == {(784, 12544)}
+    monkeypatch.chdir(data)  # elsewhere, the same label still names the same file
+    check_files(labels[0].sample)
+    # a subtitle file named relatively is made absolute too
+    relative = samples[0].to_dict() | {"video_path": "data/v.mp4", "extra": {"subtitle_path": "subs/v.srt"}}
+    made = json.loads(make_label(relative, {}))["sample"]
+    assert made["video_path"] == str(data / "data" / "v.mp4") and made["extra"]["subtitle_path"] == str(data / "subs" / "v.srt")
+
+
+def test_a_relative_or_missing_file_is_refused_by_name(synth_small, tmp_path):
+    _, samples = synth_small
+    relative = json.dumps({"sample": samples[0].to_dict() | {"video_path": "data/v.mp4"}, "env": {}})
+    with pytest.raises(ValueError, match=rf"sample '{samples[0].id}' .*relative path .*'sample.video_path': 'data/v.mp4'"):
+        parse_label(relative)
+    missing = parse_label(make_label(samples[0].to_dict() | {"video_path": str(tmp_path / "gone.mp4")}, {})).sample
+    with pytest.raises(FileNotFoundError, match=r"'sample.video_path' names .*gone.mp4.*host .*working directory"):
+        check_files(missing)
+    with pytest.raises(ValueError, match=r"'processor_pixels' must be \[min, max\]"):
+        parse_label(json.dumps({"sample": samples[0].to_dict(), "env": {}, "processor_pixels": 12544}))
 
 
 def test_command_maps_the_released_recipe():
