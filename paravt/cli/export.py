@@ -48,9 +48,13 @@ def run(args: argparse.Namespace) -> int:
         # the labels name the videos by absolute paths: the rollout actors run in their Ray node's directory
         print(f"wrote {len(samples)} prompts to {path} (labels carry {args.recipe}'s env and the videos' absolute paths)")
         return 0
-    from paravt.learners.adapters.verl.export import export_verl
+    from paravt.learners.adapters.verl.export import export_verl, launch_command
 
-    written = export_verl(cfg, samples, args.out, data=args.data, env_url=args.env_url, split=args.split)
+    # --data is read either way (the parquet's rows, the lengths); with --env-url the workers reset a serve-env of the
+    # same samples instead of reading the file
+    written = export_verl(cfg, samples, args.out, data=None if args.env_url else args.data, env_url=args.env_url,
+                          split=args.split)  # fmt: skip
     for kind, path in written.items():
         print(f"{kind}: {path}")
+    print(f"train with: {launch_command(args.out)} (plus verl's GPU settings: trainer.n_gpus_per_node, ...)")
     return 0

@@ -137,9 +137,12 @@ class ParaVTAgentLoop(AgentLoopBase):
         env = await self._env_call(make_env, self.env_url, self.data, self.env_options,
                                    self._subagent(asyncio.get_running_loop(), sampling_params))  # fmt: skip
         try:
-            if "sample_id" in options and not hasattr(env, "url"):  # in process: by index
-                ids = [s.id for s in env.samples]
-                options["index"] = ids.index(str(options.pop("sample_id")))
+            if "sample_id" in options:  # the row names its sample twice (paravt export verl): reset by one key
+                if hasattr(env, "url"):  # a serve-env: by id, whatever order its dataset is in
+                    options.pop("index", None)
+                else:  # in process: by index
+                    ids = [s.id for s in env.samples]
+                    options["index"] = ids.index(str(options.pop("sample_id")))
             obs, info = await self._env_call(env.reset, seed=extra.get("seed"), options=options)
             messages, images = chat_messages(obs, info)
             self._assert_mm_supported(bool(images))

@@ -11,9 +11,10 @@ Writes three files into ``OUT``:
   (nFrames Gating, tool mode, think prefix, released reward) and where the samples are (the samples file, or
   ``env_url``: a ``paravt serve-env`` every rollout worker reaches);
 - ``paravt_verl.yaml``: a Hydra config on top of verl's ``ppo_trainer`` with the lengths and the image limit
-  computed from the recipe (``budget.recipe_budget``), the group size, and the agent-loop settings. Run:
-  ``python -m verl.trainer.main_ppo --config-path OUT --config-name paravt_verl`` (GPU count, model path and
-  the rest of verl's settings as usual).
+  computed from the recipe (``budget.recipe_budget``), the pixel budget (``data.mm_processor_kwargs``), the group
+  size, the recipe's GRPO settings in verl's keys (``algorithm_config``), micro-batch sizes verl requires, and the
+  agent-loop settings. Run ``launch_command(OUT)`` (its first line says it; the config path must be absolute),
+  with verl's GPU settings as usual.
 
 Supported verl: 0.9.1, its latest release (2026-11). The agent loop uses verl's Continuous Token builder
 (``ct_build_initial_tokens`` / ``ct_merge_*``), which older releases do not have.
@@ -47,13 +48,42 @@ def verl_rows(samples: list[Any], split: str = "train") -> list[dict[str, Any]]:
     return rows
 
 
+NOT_EXPRESSIBLE = ("grpo.reward_scale / reward_bias / reward_clip", "grpo.batch_adv_norm", "grpo.batch_norm_weighting",
+                   "grpo.std_unbiased", "grpo.adv_eps", "grpo.is_cap")  # fmt: skip
+"""Recipe settings verl's GRPO has no key for (its group normalisation applies as it is; none changes the sign of an
+advantage). The exported config names them in its header."""
+
+KL_TYPES = {"k1": "kl", "k3": "low_var_kl"}
+LOSS_AGGREGATION = {"token_mean": "token-mean", "sequence_mean": "seq-mean-token-mean"}
+
+
+def algorithm_config(cfg: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(``algorithm``, ``actor_rollout_ref.actor``) of verl for the recipe's GRPO settings: group-normalised
+    advantages, the clipped loss, the KL to the reference (in the loss or in the reward), the optimiser."""
+    g = cfg.grpo
+    in_reward = g.kl_in_reward and g.kl_coef > 0
+    algorithm = {"adv_estimator": "grpo", "norm_adv_by_std_in_grpo": g.std_normalize, "use_kl_in_reward": in_reward}
+    if in_reward:  # k1 per token in the reward, as the release's AReaL
+        algorithm.update({"kl_penalty": "kl", "kl_ctrl": {"type": "fixed", "kl_coef": g.kl_coef}})
+    actor = {
+        "clip_ratio_low": g.eps_clip, "clip_ratio_high": g.eps_clip if g.eps_clip_high is None else g.eps_clip_high,
+        "loss_agg_mode": LOSS_AGGREGATION[g.loss_aggregation],
+        "use_kl_loss": g.kl_coef > 0 and not in_reward, "kl_loss_coef": g.kl_coef, "kl_loss_type": KL_TYPES[g.kl_estimator],
+        "optim": {"lr": cfg.optim.lr, "weight_decay": cfg.optim.weight_decay},
+        "grad_clip": cfg.optim.grad_clip,
+    }  # fmt: skip
+    return algorithm, actor
+
+
 def trainer_config(cfg: Any, samples: list[Any], out: Path, split: str) -> dict[str, Any]:
     """``paravt_verl.yaml``: verl's ``ppo_trainer`` with what the recipe decides."""
     budget = recipe_budget(cfg, samples)
     r = cfg.rollout
+    algorithm, actor = algorithm_config(cfg)
     return {
         "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
         "defaults": ["ppo_trainer", "_self_"],
+        "algorithm": algorithm,
         "data": {
             "train_files": str(out / f"{split}.parquet"),
             "max_prompt_length": budget.prompt,  # system prompt, question, the largest gated K of overview frames
@@ -67,7 +97,13 @@ def trainer_config(cfg: Any, samples: list[Any], out: Path, split: str) -> dict[
         },
         "actor_rollout_ref": {
             "model": {"path": str(cfg.model.path) if cfg.model.path else "???"},
+            # verl refuses a config without micro-batch sizes. One sequence per GPU per forward: an episode is up to
+            # budget.total tokens with dozens of images, and the local trainer's one PPO update per step is one
+            # mini-batch of the whole step. Raise them (or set use_dynamic_bsz) where memory allows.
+            "actor": {**actor, "ppo_mini_batch_size": r.prompts_per_step, "ppo_micro_batch_size_per_gpu": 1},
+            "ref": {"log_prob_micro_batch_size_per_gpu": 1},
             "rollout": {
+                "log_prob_micro_batch_size_per_gpu": 1,
                 "name": "vllm", "mode": "async", "n": r.group_size, "temperature": r.temperature,
                 "calculate_log_probs": True,
                 "limit_images": budget.max_images,  # vLLM's limit_mm_per_prompt: overview + every crop frame back
@@ -75,6 +111,12 @@ def trainer_config(cfg: Any, samples: list[Any], out: Path, split: str) -> dict[
             },
         },
     }  # fmt: skip
+
+
+def launch_command(out: str | Path) -> str:
+    """verl's training command for an export in ``out``. Hydra reads a relative ``--config-path`` against verl's own
+    package, not the working directory: the path is absolute."""
+    return f"python -m verl.trainer.main_ppo --config-path {Path(out).resolve()} --config-name paravt_verl"
 
 
 def export_verl(cfg: Any, samples: list[Any], out: str | Path, *, data: str | Path | None = None,
@@ -98,8 +140,11 @@ def export_verl(cfg: Any, samples: list[Any], out: str | Path, *, data: str | Pa
     loops.write_text(yaml.safe_dump([{"name": "paravt", "_target_": AGENT_LOOP, **where, "env_options": options}],
                                     sort_keys=False))  # fmt: skip
     config = out / "paravt_verl.yaml"
-    header = (f"# verl {', '.join(SUPPORTED_VERL)}: python -m verl.trainer.main_ppo --config-path {out.resolve()} "
-              "--config-name paravt_verl\n# Lengths and image limit from the recipe (paravt.learners.adapters.budget): "
-              f"{recipe_budget(cfg, samples).as_dict()}\n")  # fmt: skip
+    header = (f"# verl {', '.join(SUPPORTED_VERL)}: {launch_command(out)}\n"
+              "#   then verl's GPU settings as usual: trainer.n_gpus_per_node, trainer.nnodes, and (where memory allows)\n"
+              "#   larger actor_rollout_ref.*micro_batch_size_per_gpu or actor_rollout_ref.actor.use_dynamic_bsz=True\n"
+              "# Lengths and image limit from the recipe (paravt.learners.adapters.budget): "
+              f"{recipe_budget(cfg, samples).as_dict()}\n"
+              f"# Recipe settings verl has no key for (its own GRPO normalisation applies): {', '.join(NOT_EXPRESSIBLE)}\n")  # fmt: skip
     config.write_text(header + yaml.safe_dump(trainer_config(cfg, samples, out.resolve(), split), sort_keys=False))
     return {"dataset": parquet, "agent loops": loops, "config": config}

@@ -16,6 +16,7 @@ from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
 import paravt.learners.adapters.verl.agent_loop  # noqa: E402,F401  (registers "paravt")
 from paravt.learners.adapters.trl.processor import load_processor  # noqa: E402
+from paravt.learners.adapters.verl.export import verl_rows  # noqa: E402
 from paravt_env import VideoToolEnv  # noqa: E402
 
 TURNS = [
@@ -66,7 +67,9 @@ def test_same_numbers_as_in_process(tiny_qwen3, dataset, remote, start_env_serve
         server = ScriptedServer(None)
         loop, processor = build_loop(tiny_qwen3, server, env_options=options, **env_kw)
         server.tokenizer = processor.tokenizer
-        out = loop.loop.run_until_complete(loop.run({"temperature": 1.0}, extra_info={"index": index, "seed": 0}, raw_prompt=[]))
+        # the row as `paravt export verl` writes it: both reset keys (a serve-env takes one of them)
+        extra = {**verl_rows(samples)[index]["extra_info"], "seed": 0}
+        out = loop.loop.run_until_complete(loop.run({"temperature": 1.0}, extra_info=extra, raw_prompt=[]))
         assert out.reward_score == reward and out.extra_fields["reward_breakdown"] == final["reward_breakdown"]
         images = out.multi_modal_data["images"]
         assert np.array_equal(np.stack([np.asarray(i) for i in images]), np.concatenate([obs0["frames"], obs1["frames"]]))

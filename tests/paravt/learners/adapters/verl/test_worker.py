@@ -182,3 +182,40 @@ def test_the_policy_sees_the_local_trainers_prompt_token_for_token(tiny_qwen3, s
         per_frame.add(got.count(pad) / len(obs["frames"]))
     processed = local.process_images(list(obs["frames"][:1]))[1]  # the frame's grid at the recipe's budget
     assert per_frame == {int(processed.prod()) // 4} and per_frame != {16}  # 9 pads (3 x 3) at 12,544 pixels
+
+
+LAUNCH = r"""
+import sys
+import verl.trainer.main_ppo as main_ppo
+
+def trainer_stand_in(config, task_runner_class=None):  # the GPU trainer: Ray workers with vLLM and FSDP
+    print("verl validated the config; GRPO:", config.algorithm.adv_estimator, "kl in reward:",
+          config.algorithm.use_kl_in_reward, config.algorithm.kl_ctrl.kl_coef, "kl loss:", config.actor_rollout_ref.actor.use_kl_loss)
+
+main_ppo.run_ppo = trainer_stand_in
+sys.argv = ["verl.trainer.main_ppo", *sys.argv[1:]]
+main_ppo.main()
+"""
+
+
+def test_the_printed_launch_command_passes_verls_own_validation_from_the_export_directory(tiny_qwen3, synth_small, tmp_path,
+                                                                                       capsys):  # fmt: skip
+    """``paravt export verl`` prints the command to train with; run as printed (from the directory the export was made
+    in, a relative --out), verl's ``main_ppo`` composes the config with Hydra and passes its own ``validate_config``
+    (micro-batch sizes, GRPO without a critic) up to the GPU trainer, the only part stood in."""
+    import os
+    import shlex
+    import subprocess
+
+    data, _ = synth_small
+    os.chdir(tmp_path)
+    assert main(["export", "verl", "--recipe", "paragrpo_qwen3vl_8b", "--data", str(data / "samples.jsonl"),
+                 "--out", "runs/verl", f"model.path={tiny_qwen3}"]) == 0  # fmt: skip
+    printed = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("train with: "))
+    command = shlex.split(printed[len("train with: "):].split(" (plus")[0])
+    assert command[:3] == ["python", "-m", "verl.trainer.main_ppo"] and Path(command[command.index("--config-path") + 1]).is_absolute()
+    out = subprocess.run([sys.executable, "-c", LAUNCH, *command[3:]], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    grpo = load_recipe("paragrpo_qwen3vl_8b").grpo  # the release's KL: k1 in the reward, beta 0.01
+    assert grpo.kl_in_reward and grpo.kl_coef > 0
+    assert f"verl validated the config; GRPO: grpo kl in reward: True {grpo.kl_coef} kl loss: False" in out.stdout

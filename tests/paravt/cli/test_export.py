@@ -1,0 +1,35 @@
+"""``paravt export verl`` from the command line (verl itself is not needed to write its files; its own reading of them
+is tested in verl's environment, tests/paravt/learners/adapters/verl)."""
+
+import yaml
+
+from paravt.cli import main
+from paravt.learners.adapters.recipe_env import processor_pixels
+from paravt.learners.config import load_recipe
+
+
+def test_export_verl_for_a_serve_env_from_the_command_line(synth_small, tmp_path, capsys):
+    data, samples = synth_small
+    out = tmp_path / "verl"
+    assert main(["export", "verl", "--recipe", "paragrpo_qwen3vl_8b", "--data", str(data / "samples.jsonl"),
+                 "--out", str(out), "--env-url", "http://env-host:8100"]) == 0  # fmt: skip
+    [loop] = yaml.safe_load((out / "agent_loops.yaml").read_text())
+    assert loop["env_url"] == "http://env-host:8100" and "data" not in loop  # the workers reset the server
+    printed = capsys.readouterr().out
+    assert f"train with: python -m verl.trainer.main_ppo --config-path {out.resolve()} --config-name paravt_verl" in printed
+    config = yaml.safe_load((out / "paravt_verl.yaml").read_text())
+    recipe = load_recipe("paragrpo_qwen3vl_8b")
+    # the local trainer's pixel budget and GRPO settings, in verl's keys
+    assert config["data"]["mm_processor_kwargs"] == processor_pixels(recipe)
+    assert config["algorithm"]["adv_estimator"] == "grpo" and config["algorithm"]["use_kl_in_reward"] is True
+    assert config["actor_rollout_ref"]["actor"]["ppo_micro_batch_size_per_gpu"] == 1
+    assert config["actor_rollout_ref"]["actor"]["clip_ratio_low"] == recipe.grpo.eps_clip
+
+
+def test_export_verl_reads_its_samples_from_data(synth_small, tmp_path):
+    data, _ = synth_small
+    out = tmp_path / "verl"
+    assert main(["export", "verl", "--recipe", "paragrpo_qwen3vl_8b", "--data", str(data / "samples.jsonl"),
+                 "--out", str(out)]) == 0  # fmt: skip
+    [loop] = yaml.safe_load((out / "agent_loops.yaml").read_text())
+    assert loop["data"] == str((data / "samples.jsonl").resolve()) and "env_url" not in loop
