@@ -22,6 +22,7 @@ from pathlib import Path
 
 from paravt.learners.adapters.budget import recipe_budget
 from paravt.learners.adapters.openrlhf.label import make_label
+from paravt.learners.adapters.openrlhf.pixels import check_checkpoint_budget
 from paravt.learners.adapters.recipe_env import env_options, processor_pixels
 from paravt.learners.config import TrainConfig
 from paravt_env import VideoQASample
@@ -52,9 +53,16 @@ def max_images(cfg: TrainConfig) -> int:
     return recipe_budget(cfg).max_images
 
 
+def model_path(path: str) -> str:
+    """A checkpoint directory that exists here, absolute; anything else (a hub id) as given."""
+    return str(Path(path).absolute()) if Path(path).exists() else str(path)
+
+
 def openrlhf_command(cfg: TrainConfig, prompts: str | Path, out: str | Path, gpus: int = 8) -> list[str]:
     """``python -m openrlhf.cli.train_ppo_ray ...`` for a recipe on one node of ``gpus`` GPUs: actor, reference
-    and ``gpus`` vLLM engines (tensor parallel 1) colocated, the lengths and image limit from ``recipe_budget``."""
+    and ``gpus`` vLLM engines (tensor parallel 1) colocated, the lengths and image limit from ``recipe_budget``.
+    Every path in it is absolute: OpenRLHF reads the prompts, the checkpoint and the output directory inside Ray
+    actors, which run in their node's directory, not the one the command was given in."""
     if not cfg.model.path:
         raise ValueError("the OpenRLHF backend needs model.path (a checkpoint or hub id)")
     if gpus < 1:
@@ -63,8 +71,8 @@ def openrlhf_command(cfg: TrainConfig, prompts: str | Path, out: str | Path, gpu
     budget = recipe_budget(cfg)
     cmd = [
         sys.executable, "-m", "openrlhf.cli.train_ppo_ray",
-        "--actor.model_name_or_path", str(cfg.model.path),
-        "--data.prompt_dataset", str(prompts), "--data.input_key", "prompt", "--data.label_key", "label",
+        "--actor.model_name_or_path", model_path(cfg.model.path),
+        "--data.prompt_dataset", str(Path(prompts).absolute()), "--data.input_key", "prompt", "--data.label_key", "label",
         "--data.max_images_per_prompt", str(budget.max_images), "--data.max_len", str(budget.total),
         "--train.agent_func_path", str(AGENT_FUNC),
         "--rollout.n_samples_per_prompt", str(r.group_size), "--rollout.batch_size", str(r.prompts_per_step),
@@ -75,7 +83,7 @@ def openrlhf_command(cfg: TrainConfig, prompts: str | Path, out: str | Path, gpu
         "--actor.eps_clip", str(g.eps_clip),
         "--actor.adam.lr", str(o.lr), "--actor.adam.weight_decay", str(o.weight_decay), "--actor.max_norm", str(o.grad_clip),
         "--ds.param_dtype", "bf16" if cfg.model.dtype == "bf16" else "fp16",
-        "--train.seed", str(cfg.seed), "--ckpt.output_dir", str(out), "--ckpt.save_steps", str(cfg.save_every),
+        "--train.seed", str(cfg.seed), "--ckpt.output_dir", str(Path(out).absolute()), "--ckpt.save_steps", str(cfg.save_every),
         # one node: the vLLM engines the agent executor runs in (without them OpenRLHF never loads it)
         "--actor.num_nodes", "1", "--actor.num_gpus_per_node", str(gpus), "--ref.num_nodes", "1",
         "--ref.num_gpus_per_node", str(gpus), "--vllm.num_engines", str(gpus), "--vllm.tensor_parallel_size", "1",
@@ -106,6 +114,8 @@ def launch(cfg: TrainConfig, samples: list[VideoQASample] | None, out: str | Pat
     prompts = out / "openrlhf_prompts.jsonl"
     cmd = openrlhf_command(cfg, prompts, out / "openrlhf", gpus=gpus)
     env_options(cfg, "openrlhf")  # refuse what OpenRLHF cannot train before anything is written
+    budget = processor_pixels(cfg)
+    check_checkpoint_budget(cfg.model.path, (budget["min_pixels"], budget["max_pixels"]))
     if not dry_run:
         if samples is None:
             raise ValueError("launch needs the samples to export (only a dry run goes without)")

@@ -15,10 +15,14 @@ vLLM at the recipe's size, and the executor refuses rather than train on other i
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from PIL import Image
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 
 def _smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
@@ -50,6 +54,8 @@ def fit_frames(frames: Any, budget: tuple[int, int], image_processor: Any, where
     """``frames`` (RGB arrays or PIL images) as PIL images at the size the local trainer's processor gives them
     under ``budget`` (min, max pixels), checked to be a size ``image_processor`` (the checkpoint's, as vLLM's) keeps.
     ``where`` names the sample in the error."""
+    from PIL import Image
+
     lo, hi, factor = processor_budget(image_processor)
     out = []
     for frame in frames:
@@ -67,3 +73,25 @@ def fit_frames(frames: Any, budget: tuple[int, int], image_processor: Any, where
                 "into the checkpoint's preprocessor_config.json (size.shortest_edge / size.longest_edge)")  # fmt: skip
         out.append(image if image.size == (w, h) else image.resize((w, h), resample=Image.Resampling.BICUBIC))
     return out
+
+
+def check_checkpoint_budget(model_path: str | None, budget: tuple[int, int]) -> None:
+    """Before a run starts: refuse a local checkpoint whose image processor (``preprocessor_config.json``) would resize
+    every frame of the recipe, its whole budget ``(min, max)`` below the checkpoint's minimum or above its maximum
+    (the executor checks each frame as it comes; a hub id is checked there only)."""
+    config = Path(str(model_path or "")) / "preprocessor_config.json"
+    if not config.is_file():
+        return
+    data = json.loads(config.read_text())
+    data = data.get("image_processor", data)
+    size = data.get("size") or {}
+    lo, hi = size.get("shortest_edge", data.get("min_pixels")), size.get("longest_edge", data.get("max_pixels"))
+    if lo is None or hi is None:
+        return
+    if budget[1] < lo or budget[0] > hi:
+        raise ValueError(f"{config}: the checkpoint's image processor runs at {lo}-{hi} pixels and the recipe shows the "
+                         f"policy its frames at {budget[0]}-{budget[1]}: OpenRLHF's vLLM and processor load the "
+                         "checkpoint's budget unchanged, so every frame would reach the policy resized. Give the recipe "
+                         f"the checkpoint's budget (model.processor_min_pixels={lo} model.processor_max_pixels={hi}, as "
+                         "paragrpo_qwen3vl_8b_release does), or write the recipe's budget into that file "
+                         "(size.shortest_edge / size.longest_edge)")  # fmt: skip

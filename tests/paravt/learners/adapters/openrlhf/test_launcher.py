@@ -10,6 +10,7 @@ from paravt.learners.adapters.openrlhf.label import check_files, make_label, par
 from paravt.learners.adapters.openrlhf.launcher import (
     AGENT_FUNC,
     export_prompts,
+    launch,
     max_images,
     openrlhf_command,
 )
@@ -89,6 +90,10 @@ def test_command_maps_the_released_recipe():
                      "--actor.gradient_checkpointing_enable", "--ds.param_dtype bf16"):  # fmt: skip
         assert expected in args, expected
     assert cmd[cmd.index("--train.agent_func_path") + 1].endswith("paravt/learners/adapters/openrlhf/agent_func.py")
+    # OpenRLHF opens these inside Ray actors, in their node's directory: absolute, whatever they were given as
+    for flag, name in (("--data.prompt_dataset", "prompts.jsonl"), ("--ckpt.output_dir", "out"),
+                       ("--train.agent_func_path", "agent_func.py")):  # fmt: skip
+        assert Path(cmd[cmd.index(flag) + 1]).is_absolute() and cmd[cmd.index(flag) + 1].endswith(name), flag
     # the release's KL form (k1 in the reward: no --algo.kl.use_loss), token-mean loss, the ±20 clip on scaled
     # rewards as the same clip on the raw rewards the agent function returns ((±20 + 0.2) / 10)
     assert "--algo.kl.estimator k1" in args and "--algo.kl.use_loss" not in cmd
@@ -99,6 +104,31 @@ def test_command_maps_the_released_recipe():
     assert max_images(cfg) == 64  # sub-agent mode: only the overview reaches the main agent
     frames = load_recipe("paragrpo_qwen3vl_8b", ["env.tool_result=frames"])
     assert max_images(frames) == 64 + 5 * 16 * 2
+
+
+def test_command_names_a_local_checkpoint_absolutely_and_a_hub_id_as_given(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ckpt").mkdir()
+    local = openrlhf_command(load_recipe("paragrpo_qwen3vl_8b", ["model.path=ckpt"]), "p.jsonl", "out")
+    assert local[local.index("--actor.model_name_or_path") + 1] == str(tmp_path / "ckpt")
+    hub = openrlhf_command(load_recipe("paragrpo_qwen3vl_8b", ["model.path=Qwen/Qwen3-VL-8B-Instruct"]), "p.jsonl", "out")
+    assert hub[hub.index("--actor.model_name_or_path") + 1] == "Qwen/Qwen3-VL-8B-Instruct"
+
+
+def test_launch_refuses_a_checkpoint_that_would_resize_every_frame(tmp_path, capsys):
+    """Qwen3-VL's processor (65,536 pixels at least) would upscale every frame of paragrpo_qwen3vl_8b (at most 50,176),
+    in vLLM and in OpenRLHF's processor alike: refused before Ray starts, with the fix."""
+    ckpt = tmp_path / "qwen3vl8b_sft"
+    ckpt.mkdir()
+    size = {"shortest_edge": 65536, "longest_edge": 16777216}
+    (ckpt / "preprocessor_config.json").write_text(json.dumps({"size": size, "patch_size": 16, "merge_size": 2}))
+    cfg = load_recipe("paragrpo_qwen3vl_8b", [f"model.path={ckpt}"])
+    with pytest.raises(ValueError, match=r"65536-16777216 pixels .*784-50176.*model.processor_min_pixels=65536"):
+        launch(cfg, None, tmp_path / "run", dry_run=True)
+    matching = load_recipe("paragrpo_qwen3vl_8b", [f"model.path={ckpt}", "model.processor_min_pixels=65536",
+                                                   "model.processor_max_pixels=16777216"])  # fmt: skip
+    assert launch(matching, None, tmp_path / "run", dry_run=True) == 0
+    assert launch(load_recipe("paragrpo_qwen3vl_8b_release", [f"model.path={ckpt}"]), None, tmp_path / "run", dry_run=True) == 0
 
 
 def test_env_options_rebuild_the_env_config():
