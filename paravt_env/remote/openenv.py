@@ -95,9 +95,20 @@ def mount_openenv(app: Any, server: Any) -> None:
             obs = {**out["observation"], "info": out["info"]}
             return {"type": "observation", "data": {"observation": obs, "reward": reward, "done": done}}
 
+        async def receive_text() -> str | None:
+            """The next text frame; None for a binary frame (starlette's receive_text would fail on it with a
+            KeyError and close the connection as if normally)."""
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                raise WebSocketDisconnect(message.get("code", 1000))
+            return message.get("text")
+
         try:
             while True:
-                raw = await websocket.receive_text()
+                raw = await receive_text()
+                if raw is None:
+                    await send_error("binary frames are not accepted: send each message as a JSON text frame")
+                    continue
                 if len(raw) > limits.max_body_bytes:
                     await send_error(f"the message is {len(raw)} characters, above the limit of {limits.max_body_bytes}")
                     continue

@@ -59,7 +59,8 @@ SEED_MAX = 2**64 - 1  # numpy's seed range: a 4,400-digit seed is a 400, not a 5
 
 # --- the requests and replies (pydantic: validation, and the OpenAPI schema at /docs) ---------------------------
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a string seed ("1") is refused, not coerced (a client's type error is the client's to see)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class SessionRequest(_Strict):

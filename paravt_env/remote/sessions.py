@@ -97,8 +97,22 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def check_bounds(options: dict[str, Any], limits: EnvServerLimits) -> None:
-    """Refuse (400, naming the option and the ceiling) any option above what ``limits`` lets one session ask."""
+def effective_options(config: EnvConfig) -> dict[str, Any]:
+    """The values of ``config`` the server's ceilings bound, defaults included (a client that names nothing gets the
+    env's defaults, which can be above an operator's ceiling: 64 overview frames under gating, 5 crops a turn)."""
+    values = {key: getattr(config, key) for key in ("frame_budget", "max_pixels", "min_pixels", "crop_max_frames",
+                                                     "crop_fps", "max_parallel", "max_turns", "max_action_chars")}  # fmt: skip
+    if config.nframes_gating:
+        values["gating_choices"] = list(config.gating_choices)
+    return values
+
+
+def check_bounds(options: dict[str, Any], limits: EnvServerLimits, named: dict[str, Any] | None = None) -> None:
+    """Refuse (400, naming the option and the ceiling) any option above what ``limits`` lets one session ask.
+    ``named``: the options the client sent (a value it did not send is called the env's default)."""
+    def source(key: str) -> str:
+        return "" if named is None or key in named else " (the env's default: ask for less)"
+
     ceilings = {"frame_budget": limits.max_frame_budget, "max_pixels": limits.max_pixels, "min_pixels": limits.max_pixels,
                 "crop_max_frames": limits.max_crop_frames, "crop_fps": limits.max_crop_fps,
                 "max_parallel": limits.max_parallel, "max_turns": limits.max_turns,
@@ -106,7 +120,7 @@ def check_bounds(options: dict[str, Any], limits: EnvServerLimits) -> None:
     for key, ceiling in ceilings.items():
         value = options.get(key)
         if _number(value) and value > ceiling:
-            raise ApiError(400, f"option {key!r} = {value} is above this server's limit of {ceiling:g} "
+            raise ApiError(400, f"option {key!r} = {value}{source(key)} is above this server's limit of {ceiling:g} "
                                 "(GET /health lists the limits)", "ValueError")  # fmt: skip
     choices = options.get("gating_choices")
     if isinstance(choices, (list, tuple)):
@@ -114,8 +128,8 @@ def check_bounds(options: dict[str, Any], limits: EnvServerLimits) -> None:
             raise ApiError(400, f"option 'gating_choices' has {len(choices)} entries, above 64", "ValueError")
         for c in choices:
             if _number(c) and c > limits.max_frame_budget:
-                raise ApiError(400, f"option 'gating_choices' holds {c}, above this server's frame budget limit of "
-                                    f"{limits.max_frame_budget}", "ValueError")  # fmt: skip
+                raise ApiError(400, f"option 'gating_choices' holds {c}{source('gating_choices')}, above this server's "
+                                    f"frame budget limit of {limits.max_frame_budget}", "ValueError")  # fmt: skip
 
 
 def _env_options(options: Any) -> dict[str, Any]:
@@ -168,6 +182,10 @@ class SessionStore:
         check_bounds(options, self.limits)
         try:
             config = EnvConfig.from_kwargs(**options)
+        except (TypeError, ValueError) as exc:
+            raise ApiError(400, str(exc), type(exc).__name__) from None
+        check_bounds(effective_options(config), self.limits, named=options)  # what the env will use, defaults too
+        try:
             env = VideoToolEnv(self.samples, config, render_mode=body.get("render_mode"))
         except (TypeError, ValueError) as exc:
             raise ApiError(400, str(exc), type(exc).__name__) from None

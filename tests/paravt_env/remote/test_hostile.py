@@ -58,6 +58,37 @@ def test_json_bombs_are_400_not_500(env_server, raw, words):
     assert r.status_code == 400 and words in r.json()["error"]["message"], r.text[:300]
 
 
+def test_the_ceilings_bind_the_envs_defaults_too(env_samples, start_env_server):
+    """An operator's ceilings bound what the env will use, not only what a client names: `{}` asks for the env's
+    defaults (5 crops a turn, 16 frames a crop; under gating up to 64 overview frames)."""
+    server = start_env_server(env_samples, max_frame_budget=8, max_parallel=2)
+    for options, words in [({}, "'frame_budget' = 64 (the env's default: ask for less) is above this server's limit of 8"),
+                           ({"frame_budget": 8}, "'max_parallel' = 5 (the env's default: ask for less) is above"),
+                           ({"frame_budget": 8, "max_parallel": 2, "nframes_gating": True},
+                            "'gating_choices' holds 16 (the env's default: ask for less)")]:
+        r = post(server.url, "/v1/sessions", {"options": options})
+        assert r.status_code == 400 and words in r.json()["error"]["message"], r.text
+    r = post(server.url, "/v1/sessions", {"options": {"max_parallel": 2, "frame_budget": 8}})
+    assert r.status_code == 201, r.text
+
+
+def test_a_string_seed_is_refused_not_coerced(env_server):
+    sid = post(env_server.url, "/v1/sessions", {"options": {"frame_budget": 4}}).json()["session_id"]
+    r = post(env_server.url, f"/v1/sessions/{sid}/reset", {"seed": "1"})
+    assert r.status_code == 400 and "seed" in r.json()["error"]["message"], r.text
+
+
+def test_an_openenv_binary_frame_gets_a_named_error_and_the_connection_goes_on(env_server):
+    from websockets.sync.client import connect
+
+    with connect(env_server.url.replace("http", "ws") + "/openenv/ws") as ws:
+        ws.send(b'{"type": "reset", "data": {"index": 0}}')
+        reply = json.loads(ws.recv(timeout=30))
+        assert reply["type"] == "error" and "binary frames" in reply["data"]["message"]
+        ws.send(json.dumps({"type": "state", "data": {}}))  # the connection still serves
+        assert json.loads(ws.recv(timeout=30))["type"] == "state"
+
+
 def test_a_seed_out_of_range_is_400(env_server):
     sid = post(env_server.url, "/v1/sessions", {"options": {"frame_budget": 4}}).json()["session_id"]
     r = post(env_server.url, f"/v1/sessions/{sid}/reset", {"seed": 2**70})
