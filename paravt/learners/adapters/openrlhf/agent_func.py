@@ -80,7 +80,7 @@ class AgentExecutor(AgentExecutorBase):
         budget = parsed.pixels()
 
         def fit(frames):  # every frame at the local trainer's size, one the checkpoint's processor keeps
-            return fit_frames(frames, budget, hf_tokenizer.image_processor, f"sample {sample.id!r}")
+            return fit_frames(frames, budget, getattr(hf_tokenizer, "image_processor", None), f"sample {sample.id!r}")
 
         per_turn = int(getattr(sampling_params, "max_tokens", None) or 1024)
 

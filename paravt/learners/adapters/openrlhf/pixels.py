@@ -56,7 +56,11 @@ def fit_frames(frames: Any, budget: tuple[int, int], image_processor: Any, where
     ``where`` names the sample in the error."""
     from PIL import Image
 
+    if not len(frames):
+        return []
     lo, hi, factor = processor_budget(image_processor)
+    # the resize of the local trainer's processor (Qwen-VL's: bicubic, PIL's code 3)
+    resample = Image.Resampling(int(getattr(image_processor, "resample", None) or Image.Resampling.BICUBIC))
     out = []
     for frame in frames:
         image = frame.convert("RGB") if isinstance(frame, Image.Image) else Image.fromarray(np.asarray(frame)).convert("RGB")
@@ -71,7 +75,7 @@ def fit_frames(frames: Any, budget: tuple[int, int], image_processor: Any, where
                 f"local trainer's. Give the recipe the checkpoint's budget (model.processor_min_pixels={lo} "
                 f"model.processor_max_pixels={hi}, as paragrpo_qwen3vl_8b_release does), or write the recipe's budget "
                 "into the checkpoint's preprocessor_config.json (size.shortest_edge / size.longest_edge)")  # fmt: skip
-        out.append(image if image.size == (w, h) else image.resize((w, h), resample=Image.Resampling.BICUBIC))
+        out.append(image if image.size == (w, h) else image.resize((w, h), resample=resample))
     return out
 
 
