@@ -58,6 +58,15 @@ def _options_payload(options: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def observation_reply_bytes(max_frames: int, max_pixels: int, max_text_chars: int) -> int:
+    """The most a reset or step reply of a session with these spaces can hold: every frame raw in base64 (PNG is
+    never larger than that plus its headers), the text JSON-escaped (up to 6 bytes a character, twice: the observation
+    and the info's messages), 1 MiB for the rest. A reply above it cannot be an observation: it is cut there instead
+    of being read to ``max_reply_bytes``."""
+    frames = max_frames * (max_pixels * 3 * 4 // 3 + 4096)
+    return frames + 12 * max_text_chars + (1 << 20)
+
+
 class RemoteVideoToolEnv(gym.Env[dict, str]):
     """``VideoToolEnv`` served by ``paravt serve-env`` at ``url`` (spaces, observations and rewards as there).
 
@@ -102,6 +111,7 @@ class RemoteVideoToolEnv(gym.Env[dict, str]):
             self._http.close()
             raise RemoteEnvError(f"serve-env at {self.url}: its new-session reply is malformed ({type(exc).__name__}: {exc})") from None
         self._bounds = bounds
+        self._observation_cap = min(self.max_reply_bytes, observation_reply_bytes(**bounds))
         self.observation_space = spaces.Dict(
             {
                 "text": AnyText(bounds["max_text_chars"]),
@@ -117,24 +127,28 @@ class RemoteVideoToolEnv(gym.Env[dict, str]):
     def session_id(self) -> str | None:
         return self._session
 
-    def _receive(self, method: str, path: str, body: dict[str, Any] | None) -> tuple[int, bytes]:
-        """The reply's status and body, read within the total deadline and the size cap."""
+    def _receive(self, method: str, path: str, body: dict[str, Any] | None, cap: int | None = None) -> tuple[int, bytes]:
+        """The reply's status and body, read within the total deadline and the size cap (``cap``, else
+        ``max_reply_bytes``)."""
+        cap = self.max_reply_bytes if cap is None else cap
         deadline = time.monotonic() + self.timeout
         where = f"serve-env at {self.url}: {method} {path}"
         try:
             with self._http.stream(method, path, json=body, timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0))) as r:
                 try:
-                    return r.status_code, read_bounded(r, self.max_reply_bytes, deadline)
+                    return r.status_code, read_bounded(r, cap, deadline)
                 except ReplyTooLarge as exc:
                     what = f"is {exc.size} bytes, above" if exc.declared else "passed"
-                    raise RemoteEnvError(f"{where}: the reply {what} max_reply_bytes={self.max_reply_bytes}; abandoned", r.status_code) from None
+                    limit = (f"max_reply_bytes={cap}" if cap == self.max_reply_bytes else
+                             f"{cap} bytes, the most an observation of this session's spaces can take")  # fmt: skip
+                    raise RemoteEnvError(f"{where}: the reply {what} {limit}; abandoned", r.status_code) from None
                 except ReplyTooSlow:
                     raise RemoteEnvError(f"{where}: the reply did not finish within timeout={self.timeout:g} s; abandoned", r.status_code) from None
         except httpx.HTTPError as exc:
             raise RemoteEnvError(f"{where} failed: {type(exc).__name__}: {exc}") from None
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        status, raw = self._receive(method, path, body)
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None, cap: int | None = None) -> dict[str, Any]:
+        status, raw = self._receive(method, path, body, cap)
         try:
             payload = json.loads(raw)
         except (ValueError, RecursionError):
@@ -176,7 +190,7 @@ class RemoteVideoToolEnv(gym.Env[dict, str]):
         opts = dict(options or {})
         if isinstance(opts.get("sample"), VideoQASample):  # our own rollouts pass samples they listed from the server
             opts["sample_id"] = opts.pop("sample").id
-        out = self._call("POST", self._path("reset"), {"seed": seed, "options": jsonable(opts)})
+        out = self._call("POST", self._path("reset"), {"seed": seed, "options": jsonable(opts)}, self._observation_cap)
         obs = self._observation(out, "reset", ("sample",))
         try:
             self._sample = VideoQASample.from_dict(out["sample"])
@@ -187,7 +201,7 @@ class RemoteVideoToolEnv(gym.Env[dict, str]):
 
     def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
         text = action if isinstance(action, str) else action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
-        out = self._call("POST", self._path("step"), {"action": text})
+        out = self._call("POST", self._path("step"), {"action": text}, self._observation_cap)
         obs = self._observation(out, "step", ("reward", "terminated", "truncated"))
         if not isinstance(out["reward"], (int, float)) or isinstance(out["reward"], bool) or not all(
                 isinstance(out[k], bool) for k in ("terminated", "truncated")):  # fmt: skip

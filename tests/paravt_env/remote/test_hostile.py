@@ -228,6 +228,8 @@ def reset_reply(frames: dict, **extra) -> bytes:
     ("server_kwargs", "client_kwargs", "words"),
     [
         ({"endless": True}, {"max_reply_bytes": 1 << 20}, "max_reply_bytes"),
+        # the default max_reply_bytes is 512 MiB; this session's spaces bound an observation far below that
+        ({"endless": True}, {}, "the most an observation of this session's spaces can take"),
         ({"reply": b'{"observation": null}' + b" " * 200, "rate": 20.0}, {"timeout": 1.5}, "timeout=1.5"),
         ({"reply": reset_reply({"encoding": "png", "shape": [1, 12000, 12000, 3], "dtype": "uint8",
                                 "data": [png_declaring(12000, 12000)]})}, {}, "above the observation space's 12544 pixels"),  # fmt: skip
