@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -47,6 +48,12 @@ class ModelConfig:
     65,536 pixels (a 224x224 frame becomes 256x256: 64 visual tokens, not 49)."""
     processor_max_pixels: int | None = None
     """Upper bound of the same (None: ``env.max_pixels``; Qwen3-VL's own: 16,777,216)."""
+
+    def __post_init__(self) -> None:
+        check_choice("model.dtype", self.dtype, ("fp32", "bf16"))
+        check_choice("model.tiny_arch", self.tiny_arch, ("qwen3_vl", "qwen2_5_vl"))
+        if not (self.device in ("cpu", "cuda", "auto") or re.fullmatch(r"cuda:\d+", str(self.device))):
+            raise ValueError(f"model.device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {self.device!r}")
 
     def processor_pixels(self, env_min: int, env_max: int) -> tuple[int, int]:
         """(min, max) pixels the policy's image processor runs at."""
@@ -205,6 +212,11 @@ class SFTConfig:
     """The cold-start loops (perception, SFT) save their state at most this often, in seconds, besides at the
     end of each stage and on Ctrl-C / SIGTERM (``paravt.learners.coldstart.store``): raise it for large models, whose
     optimiser state takes long to write."""
+
+    def __post_init__(self) -> None:
+        check_choice("sft.coverage", self.coverage, ("widen", "continue"))
+        check_choice("sft.lr_schedule", self.lr_schedule, ("cosine", "constant"))
+
 
 
 @dataclass
@@ -379,6 +391,13 @@ def check_counts(cfg: TrainConfig) -> None:
         raise ValueError(f"recipe key sft.lr_schedule must be one of {', '.join(SCHEDULES)}, got {cfg.sft.lr_schedule!r}")
 
 
+def check_choice(key: str, value: Any, choices: tuple[str, ...]) -> None:
+    """An enumerated setting is one of its values (a typo such as ``model.dtype=fp8`` would otherwise fall through
+    to a default branch and run another configuration without a word)."""
+    if value not in choices:
+        raise ValueError(f"{key} must be one of {list(choices)}, got {value!r}")
+
+
 def _parse_value(text: str) -> Any:
     """An override's value: numbers (``3e-3`` included, which YAML 1.1 reads as a string), else YAML."""
     for cast in (int, float):
@@ -389,6 +408,24 @@ def _parse_value(text: str) -> Any:
     return yaml.safe_load(text) if text != "" else ""
 
 
+def read_yaml(path: Path) -> dict[str, Any]:
+    """A recipe file's mapping; a YAML error (a tab indent, an unclosed bracket) names the file, line and column."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ValueError(f"{path}{where}: not valid YAML ({problem})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a recipe is a mapping of sections (model:, rollout:, ...), got a YAML {type(data).__name__}")
+    return data
+
+
 def load_recipe(name_or_path: str, overrides: list[str] | None = None) -> TrainConfig:
     """A recipe by name (``paravt/learners/recipes/NAME.yaml``) or path, with ``key=value`` overrides."""
     path = Path(name_or_path)
@@ -397,16 +434,22 @@ def load_recipe(name_or_path: str, overrides: list[str] | None = None) -> TrainC
     if not path.is_file():
         known = sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
         raise FileNotFoundError(f"no recipe {name_or_path!r} (not a file, not one of {known})")
-    data = yaml.safe_load(path.read_text()) or {}
+    data = read_yaml(path)
     for item in overrides or []:
         if "=" not in item:
             raise ValueError(f"override {item!r} is not key=value")
         key, value = item.split("=", 1)
+        try:
+            parsed = _parse_value(value)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"override {item!r}: its value is not valid YAML ({getattr(exc, 'problem', exc)})") from None
         node = data
         parts = key.strip().split(".")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
-        node[parts[-1]] = _parse_value(value)
+        if not isinstance(node, dict):
+            raise ValueError(f"override {item!r}: {'.'.join(parts[:-1])} is a value, not a section")
+        node[parts[-1]] = parsed
     cfg = _build(TrainConfig, data, "")
     check_counts(cfg)
     return cfg

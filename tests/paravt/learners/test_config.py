@@ -73,3 +73,44 @@ def test_what_the_algorithm_sets_cannot_be_set_in_the_env_section(key, where):
     value = {"nframes_gating": "true", "seed": "3", "response_prefix": "x", "gating_choices": "[4]"}[key]
     with pytest.raises(ValueError, match=rf"env.{key} is set by the algorithm.*{where.replace('(', r'[(]').replace(')', r'[)]')}"):
         load_recipe("tiny_cpu", [f"env.{key}={value}"])
+
+
+def test_a_recipe_with_a_yaml_error_names_the_file_line_and_column(tmp_path, capsys):
+    from paravt.cli import main
+    from paravt.learners.config import load_recipe
+
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("steps: 3\nrollout:\n  group_size: [2, 4\n")
+    with pytest.raises(ValueError, match=r"broken.yaml, line \d+, column \d+: not valid YAML"):
+        load_recipe(str(broken))
+    tabbed = tmp_path / "tabbed.yaml"
+    tabbed.write_text("rollout:\n\tgroup_size: 2\n")
+    with pytest.raises(ValueError, match=r"tabbed.yaml, line 2, column 1: not valid YAML"):
+        load_recipe(str(tabbed))
+    listed = tmp_path / "listed.yaml"
+    listed.write_text("- steps\n- 3\n")
+    with pytest.raises(ValueError, match="listed.yaml: a recipe is a mapping"):
+        load_recipe(str(listed))
+    for argv in (["train", "--recipe", str(tabbed), "--out", str(tmp_path / "run")],
+                 ["export", "verl", "--recipe", str(tabbed), "--data", str(tmp_path), "--out", str(tmp_path / "v")]):
+        assert main(argv) != 0
+        err = capsys.readouterr().err
+        assert "tabbed.yaml, line 2, column 1" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("override", "words"), [
+    ("model.dtype=fp8", "model.dtype must be one of ['fp32', 'bf16'], got 'fp8'"),
+    ("model.device=gpu", "model.device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got 'gpu'"),
+    ("model.tiny_arch=llava", "model.tiny_arch must be one of ['qwen3_vl', 'qwen2_5_vl']"),
+    ("sft.coverage=wide", "sft.coverage must be one of ['widen', 'continue']"),
+    ("sft.lr_schedule=linear", "sft.lr_schedule must be one of"),
+    ("steps.x=1", "steps is a value, not a section"),
+    ("rollout.group_size=[1", "its value is not valid YAML"),
+])
+def test_an_enumerated_value_is_checked_when_the_recipe_loads(override, words):
+    from paravt.learners.config import load_recipe
+
+    with pytest.raises(ValueError) as caught:
+        load_recipe("tiny_cpu", [override])
+    assert words in str(caught.value)
+    assert load_recipe("tiny_cpu", ["model.device=cuda:1", "model.dtype=bf16"]).model.device == "cuda:1"
