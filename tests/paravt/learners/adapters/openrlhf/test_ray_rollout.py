@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -132,7 +133,7 @@ def test_rollout_actor_plays_relative_exports_from_another_directory(cluster, sy
 
     served = [json.loads(x) for x in log.read_text().splitlines()]
     # the actor ran in the cluster's directory, the export named its videos relative to the driver's
-    assert {s["cwd"] for s in served} == {str(head)} != {str(driver)}
+    assert {Path(s["cwd"]).resolve() for s in served} == {head.resolve()} != {driver.resolve()}
     label = json.loads(experiences[0].labels[0])
     index = next(i for i, s in enumerate(samples) if s.id == label["sample"]["id"])
     local = local_episode(samples, index, subagent=lambda request: "a red circle")
