@@ -90,7 +90,9 @@ class AgentExecutor(AgentExecutorBase):
             messages = ([Message("user", request.user_text(), frames, as_parts=True)] if release
                         else [Message("system", SUBAGENT_SYSTEM_PROMPT), Message("user", request.prompt(), frames)])  # fmt: skip
             tokens, _, pil = process_prompt_with_images(hf_tokenizer, render(hf_tokenizer, messages, True), fit(frames))
-            coro = self._generate(llm_engine, tokens, pil, sampling_params, per_turn if release else min(per_turn, 256))
+            # the local trainer's sub-agent writes up to the rollout's tokens per turn, as the main agent (the env
+            # then cuts a summary at 2,000 characters, the release's at 512 tokens)
+            coro = self._generate(llm_engine, tokens, pil, sampling_params, per_turn)
             reply = asyncio.run_coroutine_threadsafe(coro, loop).result().text
             if release:
                 return cut_summary(reply, getattr(hf_tokenizer, "tokenizer", hf_tokenizer))
