@@ -213,12 +213,15 @@ def diff_runs(a: str | Path, b: str | Path) -> str:
 
 
 def checkpoint_identity(model_dir: str | Path, hash_below: int = 1 << 30) -> str:
-    """What a checkpoint directory holds, as a short digest: the weights' and config's contents (their sizes and
-    modification times instead when the weights pass ``hash_below`` bytes, where hashing would take minutes).
-    Two saves of the same path with other weights get other identities, so an evaluation keyed on it is redone."""
+    """What a checkpoint directory holds, as a short digest: the contents of every file that shapes what the model
+    sees or computes (weights, configs, tokenizer, chat template, the policy card: every file but hidden ones and
+    Markdown), or their sizes and modification times when the files pass ``hash_below`` bytes, where hashing would
+    take minutes. Two saves of the same path with other weights, or an edited template, get other identities, so an
+    evaluation keyed on it is redone."""
     import hashlib
 
-    files = sorted(p for p in Path(model_dir).iterdir() if p.is_file() and p.suffix in (".safetensors", ".bin", ".json"))
+    files = sorted(p for p in Path(model_dir).iterdir()
+                   if p.is_file() and not p.name.startswith(".") and p.suffix.lower() != ".md")  # fmt: skip
     total = sum(p.stat().st_size for p in files)
     digest = hashlib.sha256()
     for p in files:

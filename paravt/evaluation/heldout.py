@@ -21,11 +21,24 @@ def fresh(target: Path, identity: str, twins: tuple[str, ...] = ()) -> None:
     path, and its evaluation is redone rather than resumed."""
     for folder in (target, *(target.with_name(target.name + suffix) for suffix in twins)):
         marker = folder / "checkpoint.json"
-        if folder.exists() and (not marker.is_file() or json.loads(marker.read_text()).get("identity") != identity):
-            print(f"{folder}: the checkpoint changed since it was evaluated: evaluating again")
-            shutil.rmtree(folder)
+        if folder.exists():
+            seen = _evaluated_identity(marker)
+            if seen != identity:
+                why = "the checkpoint changed since it was evaluated" if seen else f"{marker} is missing or unreadable"
+                print(f"{folder}: {why}: evaluating again")
+                shutil.rmtree(folder)
         folder.mkdir(parents=True, exist_ok=True)
         marker.write_text(json.dumps({"identity": identity}) + "\n")
+
+
+def _evaluated_identity(marker: Path) -> str | None:
+    """The identity ``marker`` records, None where it is missing or damaged (then the evaluation is redone: its rows
+    cannot be tied to the checkpoint)."""
+    try:
+        identity = json.loads(marker.read_text(encoding="utf-8")).get("identity")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return identity if isinstance(identity, str) else None
 
 
 def evaluate_heldout(out: Path, progress: bool = True) -> str:

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from paravt.policies.card import CARD_NAME, write_card
+from paravt.policies.hf import weights_problem
 from paravt_env import storage
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,8 @@ def problem(path: Path) -> str | None:
         return f"state.json is unreadable ({exc.__class__.__name__}: {exc})"
     if not any(f.stat().st_size > 0 for f in (path / "model").glob("model*.safetensors")):
         return "model/ holds no weights"
+    if (why := weights_problem(path / "model")) is not None:
+        return f"model/{why}"
     return None
 
 

@@ -43,6 +43,35 @@ def _rgb_arrays(images: Sequence[Any]) -> list[np.ndarray]:
     return [np.asarray(im.convert("RGB")) if hasattr(im, "convert") else np.asarray(im) for im in images]
 
 
+def weights_problem(path: str | Path) -> str | None:
+    """What makes a local checkpoint's ``*.safetensors`` unloadable, from their headers alone (a file cut short by a
+    full disk or a kill: its header names tensors past its end), or None. A hub id or a folder without safetensors
+    is left to transformers."""
+    import json
+    import struct
+
+    folder = Path(path)
+    if not folder.is_dir():
+        return None
+    for f in sorted(folder.glob("*.safetensors")):
+        size = f.stat().st_size
+        with open(f, "rb") as fh:
+            head = fh.read(8)
+            if len(head) < 8:
+                return f"{f.name} is {size} bytes, too short to be a safetensors file"
+            (n,) = struct.unpack("<Q", head)
+            if n > size - 8:
+                return f"{f.name} is cut short: its header alone claims {n} bytes of its {size}"
+            try:
+                header = json.loads(fh.read(n))
+                end = max((int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__"), default=0)
+            except (ValueError, KeyError, TypeError, IndexError):
+                return f"{f.name} has an unreadable header"
+        if 8 + n + end > size:
+            return f"{f.name} is cut short: {size} bytes where its tensors need {8 + n + end}"
+    return None
+
+
 class HFPolicy:
     """A Qwen-VL model with its tokenizer and image processor, generating in batches."""
 
@@ -108,6 +137,8 @@ class HFPolicy:
         if isinstance(dtype, str):
             dtype = {"auto": "auto", "bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp32": torch.float32,
                      "float32": torch.float32, "fp16": torch.float16}[dtype]  # fmt: skip
+        if (why := weights_problem(path)) is not None:
+            raise ValueError(f"{path}: cannot load the checkpoint: {why}")
         model = AutoModelForImageTextToText.from_pretrained(path, dtype=dtype or torch.float32).to(device)
         model.eval()
         tokenizer, image_processor = load_tokenizer_and_image_processor(path)

@@ -10,7 +10,16 @@ import pytest
 from paravt.learners import checkpoint
 
 
-def _write(tmp: Path, weights: bytes = b"w" * 64) -> None:
+def _weights() -> bytes:
+    """A small, whole safetensors file."""
+    import numpy as np
+    from safetensors.numpy import save
+
+    return save({"w": np.arange(16, dtype=np.float32)})
+
+
+def _write(tmp: Path, weights: bytes | None = None) -> None:
+    weights = _weights() if weights is None else weights
     (tmp / "model").mkdir(parents=True)
     (tmp / "model" / "config.json").write_text("{}")
     (tmp / "model" / "paravt.json").write_text("{}")
@@ -78,3 +87,29 @@ def test_a_damaged_checkpoint_is_refused_by_name(tmp_path):
     (tmp_path / "checkpoint" / "state.json").write_text("")
     with pytest.raises(ValueError, match=r"checkpoint is damaged \(state.json is empty\)"):
         checkpoint.recover(tmp_path)
+
+
+def test_a_checkpoint_whose_weights_were_cut_short_is_refused_by_name(tmp_path):
+    checkpoint.save(tmp_path, _state(5), _write)
+    weights = tmp_path / "checkpoint" / "model" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-20])  # a kill or a full disk mid-copy: the header survives, data does not
+    with pytest.raises(ValueError, match=r"checkpoint is damaged \(model/model.safetensors is cut short: \d+ bytes where its tensors need \d+\)"):
+        checkpoint.recover(tmp_path)
+
+
+def test_a_truncated_checkpoint_is_one_named_line_from_the_cli(tiny_qwen3, synth_small, tmp_path, capsys):
+    """``HFPolicy.from_pretrained`` names the file before transformers fails on it (``paravt eval --policy hf:``,
+    the cold start a run resumes from)."""
+    import shutil
+
+    from paravt.cli import main
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_qwen3, model)
+    weights = model / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    data = synth_small[0] / "samples.jsonl"
+    assert main(["eval", "--policy", f"hf:{model}", "--data", str(data), "--out", str(tmp_path / "e"), "--limit", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert f"{model}: cannot load the checkpoint: model.safetensors is cut short" in err, err
