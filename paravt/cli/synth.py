@@ -10,8 +10,12 @@ from pathlib import Path
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument(
-        "--out", required=True, help="output directory (created if absent; videos already there are kept)"
+        "--out", required=True,
+        help="output directory: new, empty, or holding this same dataset (its videos are reused); another "
+             "dataset there is refused unless --replace",
     )
+    p.add_argument("--replace", action="store_true",
+                   help="--out holds another synthetic dataset: replace it whole (its videos and samples.jsonl go)")
     p.add_argument("--n", type=int, default=16, help="number of videos (default 16)")
     p.add_argument("--seed", type=int, default=0, help="master seed: same seed, same bytes (default 0)")
     p.add_argument("--min-duration", type=float, default=60.0, help="shortest video in seconds (default 60)")
@@ -32,7 +36,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from paravt_env.data.synth_plan import SynthConfig
-    from paravt_env.data.synthetic import generate_dataset
+    from paravt_env.data.synthetic import claim_directory, generate_dataset, missing_videos
 
     if args.n < 1:
         raise ValueError(f"--n must be at least 1 (videos to write), got {args.n}")
@@ -49,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
         counterfactual=args.counterfactual or "",
         **extra,
     )
+    removed = claim_directory(args.out, config, replace=args.replace)  # before a byte is written: no orphans
+    if removed:
+        print(f"{args.out}: replaced the dataset there ({len(removed)} files of it removed)")
+    new = missing_videos(args.out, config)
     samples = generate_dataset(args.out, config, progress=not args.no_progress, workers=args.workers)
     kinds: dict[str, int] = {}
     for s in samples:
@@ -56,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     videos = {s.video_path: s.duration or 0.0 for s in samples}
     size_mb = sum(Path(p).stat().st_size for p in videos) / 1e6
     print(
-        f"wrote {len(videos)} videos ({sum(videos.values()) / 60:.1f} min, {size_mb:.1f} MB) and "
+        f"wrote {len(videos)} videos ({sum(videos.values()) / 60:.1f} min, {size_mb:.1f} MB"
+        f"{'' if new == len(videos) else f'; {new} new, {len(videos) - new} already there'}) and "
         f"{len(samples)} questions to {Path(args.out) / 'samples.jsonl'} "
         f"({', '.join(f'{k}={v}' for k, v in sorted(kinds.items()))})",
         file=sys.stdout,
