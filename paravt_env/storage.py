@@ -7,13 +7,16 @@ A kill, a full disk or a second process on the same ``--out`` must never cost wh
 - ``fsync_tree``: every file of a directory (and the directories themselves) flushed to the disk, so a
   checkpoint that is promoted has its bytes on the device, not in the page cache of a machine that may lose
   power;
-- ``is_disk_full``: ENOSPC / EDQUOT, the errors after which every later write fails too.
+- ``is_disk_full``: ENOSPC / EDQUOT, the errors after which every later write fails too;
+- ``read_json`` / ``read_jsonl``: reading back what a run wrote, where a damaged file is a ``DamagedFile`` naming
+  the file (and the line, the column) instead of a bare ``JSONDecodeError`` or a wrong-typed value used as if sound.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import socket
 import time
@@ -118,3 +121,45 @@ def write_text_atomic(path: str | Path, text: str) -> None:
 def is_disk_full(exc: BaseException) -> bool:
     """The disk or the quota is full: every later write would fail as well."""
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+class DamagedFile(ValueError):
+    """A file a run wrote cannot be read back as what it should hold; the message names the file."""
+
+
+def read_json(path: str | Path, kind: type = dict) -> object:
+    """The JSON value of ``path``, which must be a ``kind`` (an object by default)."""
+    path = Path(path)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DamagedFile(f"{path}: damaged, not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise DamagedFile(f"{path}: damaged, not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise DamagedFile(f"{path}: damaged, nested too deeply to read") from None
+    if not isinstance(value, kind):
+        raise DamagedFile(f"{path}: damaged, holds a JSON {type(value).__name__} where a {kind.__name__} belongs")
+    return value
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Every row of the JSONL file ``path`` (each an object); a row that is not is named by its line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DamagedFile(f"{path}: damaged, not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            cut = number == len(text.splitlines()) and not text.endswith("\n")
+            raise DamagedFile(f"{path}: damaged, line {number} is not JSON" + (" (cut short)" if cut else "")) from None
+        if not isinstance(row, dict):
+            raise DamagedFile(f"{path}: damaged, line {number} holds a JSON {type(row).__name__}, not an object")
+        rows.append(row)
+    return rows

@@ -10,7 +10,6 @@ rewrites the report from what is on disk.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -51,7 +50,7 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from paravt.experiments.repro.arms import ARMS, ReproConfig
+    from paravt.experiments.repro.arms import ARMS, ReproConfig, saved_config
     from paravt.experiments.repro.gate import GateFailed
     from paravt.experiments.repro.report import (
         coldstart_summary,
@@ -114,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     else:  # the report of the run on disk, under the settings it was run with
         if not (out / "repro.json").is_file():
             raise FileNotFoundError(f"{out} holds no repro run (no repro.json)")
-        cfg = ReproConfig.from_saved(json.loads((out / "repro.json").read_text()))
+        cfg = saved_config(out / "repro.json")
     print(write_report(out, cfg, coldstart_summary(out, cfg), wall), end="")
     return 0
 

@@ -81,6 +81,11 @@ class ReproConfig:
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k in known})
 
     def __post_init__(self) -> None:
+        for name in ("arms", "seeds", "overrides", "dispatch", "eval_frame_budgets"):
+            if not isinstance(getattr(self, name), (list, tuple)):
+                raise ValueError(f"ReproConfig.{name} must be a list, got {getattr(self, name)!r}")
+        if any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in self.seeds):
+            raise ValueError(f"ReproConfig.seeds must be non-negative integers, got {list(self.seeds)}")
         unknown = [a for a in self.arms if a not in ARMS]
         if unknown:
             raise ValueError(f"unknown arm(s) {unknown}; known: {list(ARMS)}")
@@ -91,6 +96,18 @@ class ReproConfig:
         self.eval_frame_budgets = tuple(self.eval_frame_budgets)
         if any(not isinstance(k, int) or isinstance(k, bool) or k < 1 for k in self.eval_frame_budgets):
             raise ValueError(f"ReproConfig.eval_frame_budgets must be positive frame counts, got {list(self.eval_frame_budgets)}")
+
+
+def saved_config(path: Path) -> ReproConfig:
+    """The configuration a run directory's ``repro.json`` records; a damaged one is named (a report written under
+    default settings would claim arms, seeds and K the run never had)."""
+    from paravt_env.storage import DamagedFile, read_json
+
+    saved = read_json(path)
+    try:
+        return ReproConfig.from_saved(saved)
+    except (TypeError, ValueError) as exc:
+        raise DamagedFile(f"{path}: damaged, {exc}") from None
 
 
 def base_config(cfg: ReproConfig) -> TrainConfig:

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from paravt_env.storage import write_text_atomic
+from paravt_env.storage import read_json, write_text_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -176,8 +176,9 @@ def run_gate(out: Path, cfg, gate: GateConfig | None = None, *, enforce: bool = 
     result = None
     if path.is_file():
         try:
-            saved = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            saved = read_json(path)
+        except (OSError, ValueError) as exc:  # measured again and rewritten: said, not silently
+            logger.warning("repro: %s; the gate is measured again", exc)
             saved = {}
         same = (saved.get("version") == GATE_VERSION and saved.get("gate") == json.loads(json.dumps(asdict(gate)))
                 and saved.get("seeds") == seeds)  # fmt: skip

@@ -32,8 +32,9 @@ from paravt.evaluation.harness import evaluate_checkpoint
 from paravt.evaluation.report import summarize
 from paravt.evaluation.store import read_results
 from paravt.experiments.repro.arms import ARM_LABELS, ReproConfig, coldstart_model
-from paravt.experiments.repro.train import finished_runs
+from paravt.experiments.repro.train import finished_runs, unreadable_runs
 from paravt.experiments.stats import finite, mean_ci
+from paravt_env.storage import DamagedFile, read_json, read_jsonl
 
 PAPER = {
     "format_compliance": {"vanilla_grpo": "0.13", "para_grpo": "0.64 (peak)"},
@@ -87,7 +88,7 @@ def _evaluate(model: Path, heldout: Path, target: Path, cfg: ReproConfig, **kwar
     if summary.is_file():
         from paravt_env import load_samples
 
-        done = json.loads(summary.read_text(encoding="utf-8"))
+        done = read_json(summary)
         asked = len(load_samples(heldout, strict=False, keep_missing=True)[: cfg.eval_limit or None])
         if done.get("n") == asked and not any(f.get("transient") for f in done.get("failed", [])):
             return
@@ -97,7 +98,7 @@ def _evaluate(model: Path, heldout: Path, target: Path, cfg: ReproConfig, **kwar
 # --- aggregation --------------------------------------------------------------------------------------------
 def _rows(run: Path) -> list[dict[str, Any]]:
     path = run / "metrics.jsonl"
-    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.is_file() else []
+    rows = read_jsonl(path) if path.is_file() else []
     return [r for r in rows if r.get("stage", "rl") == "rl" and isinstance(r.get("step"), int)]
 
 
@@ -122,6 +123,20 @@ def _bin_mean(curve: dict[int, float | None], lo: int, hi: int) -> float | None:
     return statistics.fmean(vals) if vals else None
 
 
+EVAL_FIELDS = {"accuracy": float, "avg_tool_calls": float, "n": int}
+"""What the report reads of every evaluation's ``summary.json``."""
+
+
+def eval_summary(path: Path) -> dict[str, Any]:
+    """An evaluation's ``summary.json`` with the fields the report reads; a missing or wrong-typed one is named."""
+    summary = read_json(path)
+    for field, kind in EVAL_FIELDS.items():
+        value = summary.get(field)
+        if not isinstance(value, (int, float) if kind is float else int) or isinstance(value, bool):
+            raise DamagedFile(f"{path}: damaged, field {field!r} is {value!r}, not a {kind.__name__}")
+    return summary
+
+
 def collect(out: Path, cfg: ReproConfig) -> dict[str, Any]:
     """Per arm and seed: the training curves by step, their early / late means and step bins, and the held-out
     evaluations by dispatch and K."""
@@ -143,7 +158,7 @@ def collect(out: Path, cfg: ReproConfig) -> dict[str, Any]:
             for k in eval_budgets(cfg):
                 path = eval_dir(run, d, k) / "summary.json"
                 if path.is_file():
-                    a["eval"].setdefault(d, {}).setdefault(str(k), {})[seed] = json.loads(path.read_text())
+                    a["eval"].setdefault(d, {}).setdefault(str(k), {})[seed] = eval_summary(path)
     for a in arms.values():
         a["train"] = {key: {w: _stat([p[key][w] for p in a["per_seed"].values() if key in p]) for w in ("first", "last")}
                       for key, _ in TRAIN_METRICS}  # fmt: skip
@@ -246,6 +261,7 @@ def write_report(out: Path, cfg: ReproConfig, coldstart: dict[str, Any] | None =
 
     arms = collect(out, cfg)
     seeds = sorted({s for a in arms.values() for s in a["seeds"]})
+    skipped = unreadable_runs(out, cfg.arms)
     steps = sorted({len(c["tool_calls_per_rollout"]) for a in arms.values() for c in a["curves"].values()})
     budgets = eval_budgets(cfg)
     lines = [
@@ -260,11 +276,18 @@ def write_report(out: Path, cfg: ReproConfig, coldstart: dict[str, Any] | None =
         f"quarter of the RL steps, the first {EARLY_STEPS} steps in brackets.",
         "",
     ]
+    fewer = {arm: a["seeds"] for arm, a in arms.items() if sorted(a["seeds"]) != seeds}
+    if fewer:  # the header's seeds are the union: say which arms' means rest on fewer
+        lines += ["Arms with fewer finished seeds: " + "; ".join(f"{ARM_LABELS.get(a, a)}: {', '.join(map(str, sorted(s)))}"
+                                                             for a, s in fewer.items()) + ".", ""]  # fmt: skip
+    if skipped:
+        lines += [f"**{len(skipped)} run(s) not read (damaged), left out of every figure:** "
+                  + "; ".join(f"{ARM_LABELS.get(a, a)} seed {s}: {why}" for a, s, why in skipped) + ".", ""]
     if wall_s:
         lines += ["Wall time on this machine: " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in wall_s.items()) + ".", ""]
     gate = gate_path(out)
     if gate.is_file():
-        g = json.loads(gate.read_text())
+        g = read_json(gate)
         lines += [f"## (0) The shared cold start: probe gate ({'passed' if g['passed'] else '**failed**'}, {g['n']} "
                   f"held-out videos)", "", gate_table(g)]  # fmt: skip
         if not g["passed"] and not cfg.gate:
@@ -369,8 +392,10 @@ def write_report(out: Path, cfg: ReproConfig, coldstart: dict[str, Any] | None =
               "serve both rewards.", ""]  # fmt: skip
     text = "\n".join(lines) + "\n"
     (out / "report.md").write_text(text)
-    (out / "report.json").write_text(json.dumps({"arms": arms, "verdicts": found, "coldstart": coldstart,
-                                                 "wall_s": wall_s}, indent=2, default=str) + "\n")  # fmt: skip
+    record = {"arms": arms, "verdicts": found, "coldstart": coldstart, "wall_s": wall_s}
+    if skipped:
+        record["unreadable_runs"] = [{"arm": a, "seed": s, "why": why} for a, s, why in skipped]
+    (out / "report.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
     plot_report(arms, out / "report.png", cfg)
     return text
 
@@ -420,7 +445,7 @@ def coldstart_summary(out: Path, cfg: ReproConfig | None = None) -> dict[str, An
     for k in eval_budgets(cfg) if cfg is not None else (None,):
         path = eval_dir(Path(out) / "coldstart", "parallel", k)
         if (path / "summary.json").exists():
-            found[str(k)] = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+            found[str(k)] = read_json(path / "summary.json")
         elif rows := read_results(path / "results.jsonl"):
             found[str(k)] = summarize(rows)
     return found

@@ -23,6 +23,7 @@ from typing import Any
 
 from paravt.experiments.repro.arms import ARMS, ReproConfig, arm_config, arm_dir, base_config, coldstart_model
 from paravt_env import storage
+from paravt_env.storage import DamagedFile, read_json
 
 logger = logging.getLogger(__name__)
 
@@ -190,6 +191,27 @@ def damage(run: Path) -> str | None:
         have = f"{min(steps)}..{max(steps)}" if steps else "none"
         return f"its checkpoint is at step {step} but its metrics hold steps {have}"
     return None
+
+
+def unreadable_runs(out: str | Path, arms: Sequence[str] | None = None) -> list[tuple[str, int, str]]:
+    """(arm, seed, why) of every run under ``out`` with a checkpoint whose ``checkpoint/state.json`` or ``config.json``
+    cannot be read: neither finished nor resumable as it is. A report names them, instead of leaving their seed
+    out of an arm's means without a word."""
+    found = []
+    for arm in arms or ARMS:
+        for run in sorted((Path(out) / "arms" / arm).glob("seed*")):
+            if not (run / "checkpoint").exists():
+                continue  # never saved a step: not started, nothing to read
+            for name, key in (("checkpoint/state.json", "step"), ("config.json", "steps")):
+                try:
+                    value = read_json(run / name)[key]
+                    if not isinstance(value, int) or isinstance(value, bool):
+                        raise DamagedFile(f"{run / name}: damaged, its {key!r} is {value!r}, not a step count")
+                except (OSError, DamagedFile, KeyError) as exc:
+                    why = f"{run / name} has no {exc}" if isinstance(exc, KeyError) else str(exc)
+                    found.append((arm, int(run.name[4:]) if run.name[4:].isdigit() else -1, why))
+                    break
+    return found
 
 
 def is_finished(run: Path) -> bool:

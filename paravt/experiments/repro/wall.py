@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from paravt_env.storage import write_text_atomic
+from paravt_env.storage import DamagedFile, read_json, write_text_atomic
 
 
 class WallClock:
@@ -22,7 +22,10 @@ class WallClock:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.seconds: dict[str, float] = json.loads(self.path.read_text()) if self.path.is_file() else {}
+        self.seconds: dict[str, float] = read_json(self.path) if self.path.is_file() else {}
+        bad = [k for k, v in self.seconds.items() if not isinstance(v, (int, float)) or isinstance(v, bool)]
+        if bad:
+            raise DamagedFile(f"{self.path}: damaged, stage {bad[0]!r} holds {self.seconds[bad[0]]!r}, not seconds")
         self._stage: str | None = None
         self._since = 0.0
 

@@ -3,6 +3,8 @@ evaluation, report, resume."""
 
 import json
 
+import pytest
+
 from paravt.cli import main
 from paravt.experiments.repro.arms import ReproConfig
 from paravt.experiments.repro.report import claims, compare, halved_at
@@ -131,3 +133,66 @@ def test_halved_at_finds_the_step_where_tool_use_fell_to_half():
     assert halved_at([0.0] * 30) is None  # nothing to halve
     assert halved_at([1.0] * 5) is None  # too short to say
     assert halved_at([2.0, None] * 10 + [0.0] * 10, window=4) == 13  # missing steps are skipped
+
+
+def _fake_repro(out, arms=("para_grpo", "vanilla_grpo"), seeds=(0, 1)):
+    """A finished repro directory written by hand: every file the report reads, two RL steps a run."""
+    from dataclasses import asdict
+
+    cfg = ReproConfig(arms=arms, seeds=seeds, steps=2, eval_frame_budgets=(4,))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "repro.json").write_text(json.dumps(asdict(cfg)))
+    (out / "wall_s.json").write_text(json.dumps({"arms, trained and evaluated": 12.5}))
+    for arm in arms:
+        for seed in seeds:
+            run = out / "arms" / arm / f"seed{seed}"
+            (run / "checkpoint").mkdir(parents=True)
+            (run / "checkpoint" / "state.json").write_text(json.dumps({"step": 2}))
+            (run / "config.json").write_text(json.dumps({"steps": 2}))
+            rows = [{"step": s, "format_reward": 1.0, "format_compliance": 1.0, "tool_calls_per_rollout": 1.0 + seed,
+                     "accuracy": 0.5, "reward_mean": 1.5} for s in (1, 2)]  # fmt: skip
+            (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            for d in ("parallel", "sequential"):
+                (run / f"eval_{d}_k4").mkdir()
+                (run / f"eval_{d}_k4" / "summary.json").write_text(json.dumps({"accuracy": 0.5 + 0.1 * seed, "avg_tool_calls": 1.0, "n": 4}))
+    return cfg
+
+
+DAMAGE = [  # (file, what is written, the words of the error)
+    ("repro.json", "[1, 2]", "repro.json: damaged, holds a JSON list where a dict belongs"),
+    ("repro.json", '{"seeds": 5}', "repro.json: damaged"),
+    ("wall_s.json", "{", "wall_s.json: damaged, not JSON"),
+    ("wall_s.json", '{"arms": "long"}', "wall_s.json: damaged, stage 'arms' holds 'long'"),
+    ("arms/para_grpo/seed1/metrics.jsonl", '{"step": 1}\n{"step": 2, "acc', "metrics.jsonl: damaged, line 2 is not JSON (cut short)"),
+    ("arms/para_grpo/seed1/metrics.jsonl", b'{"step": 1, "x": "\xff"}\n', "metrics.jsonl: damaged, not UTF-8"),
+    ("arms/para_grpo/seed0/eval_parallel_k4/summary.json", "", "summary.json: damaged, not JSON"),
+    ("arms/para_grpo/seed0/eval_parallel_k4/summary.json", '{"accuracy": 0.5, "n": 4}', "field 'avg_tool_calls' is None"),
+    ("coldstart/gate.json", "null", "gate.json: damaged, holds a JSON NoneType"),
+]
+
+
+@pytest.mark.parametrize(("name", "content", "words"), DAMAGE)
+def test_a_damaged_file_in_a_repro_directory_is_named(tmp_path, capsys, name, content, words):
+    out = tmp_path / "repro"
+    _fake_repro(out)
+    assert main(["repro", "--out", str(out), "--report-only"]) == 0  # sound: the report is written
+    capsys.readouterr()
+    path = out / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert main(["repro", "--out", str(out), "--report-only"]) == 1
+    err = capsys.readouterr().err
+    assert words in err and str(path.parent) in err and "Traceback" not in err, err
+
+
+def test_a_seed_whose_run_cannot_be_read_is_named_not_silently_dropped(tmp_path, capsys):
+    out = tmp_path / "repro"
+    _fake_repro(out)
+    (out / "arms" / "para_grpo" / "seed1" / "config.json").write_text("{garbled")
+    assert main(["repro", "--out", str(out), "--report-only"]) == 0
+    report = (out / "report.md").read_text()
+    assert "Arms with fewer finished seeds: PARA-GRPO: 0." in report
+    assert "**1 run(s) not read (damaged), left out of every figure:** PARA-GRPO seed 1:" in report
+    assert "seed1/config.json: damaged, not JSON" in report
+    record = json.loads((out / "report.json").read_text())
+    assert record["arms"]["para_grpo"]["seeds"] == [0] and record["unreadable_runs"][0]["seed"] == 1
