@@ -8,8 +8,11 @@ terminal's Ctrl-C reaches only this process, which forwards exactly one SIGINT t
 waits while each saves its checkpoint (a second signal to a trainer that is saving could cut the save).
 
 A worker never outlives its parent: the kernel sends it SIGTERM when the parent dies, however it dies (kill -9
-included: ``PR_SET_PDEATHSIG``), and it stops as on Ctrl-C, saving its checkpoint first. A rerun then finds no
-orphan writing into its run directories.
+included: ``PR_SET_PDEATHSIG``), and it stops as on Ctrl-C, saving its checkpoint first. Where that interrupt is
+lost (Python drops an exception raised inside a finalizer; a loop outside training never looks for it again), a
+watcher thread that waits on the parent's sentinel ends the worker ``ORPHAN_GRACE_S`` after the parent's death:
+checkpoints and results are written aside and swapped in, so an exit at any instant leaves the last complete ones,
+never a half-written run that reads as finished. A rerun then finds no orphan writing into its run directories.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import multiprocessing.connection
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -122,11 +126,36 @@ def die_with_parent(parent: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+ORPHAN_GRACE_S = float(os.environ.get("PARAVT_ORPHAN_GRACE_S", "120"))
+"""Seconds a worker whose parent died has to save and exit on its own before the watcher ends it."""
+
+
+def watch_parent(grace_s: float = ORPHAN_GRACE_S) -> threading.Thread | None:
+    """A daemon thread that waits on the parent's sentinel (ready when the parent dies, however) and, if this process
+    is still running ``grace_s`` later, ends it with ``os._exit``. The kernel's SIGTERM (``die_with_parent``) is the
+    orderly stop; this is the guarantee. None outside a multiprocessing child."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return None
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        time.sleep(grace_s)
+        logger.error("the parent of %s died %.0f s ago and this worker did not stop: ending it", os.getpid(), grace_s)
+        logging.shutdown()
+        os._exit(143)  # as SIGTERM's exit status
+
+    thread = threading.Thread(target=watch, name="paravt-parent-watch", daemon=True)
+    thread.start()
+    return thread
+
+
 def _worker(fn: Callable[..., Any], args: tuple[Any, ...], threads: int, level: int, parent: int) -> None:
     os.setpgrp()  # a terminal's Ctrl-C reaches the parent only, which forwards it once
     # a run started in the background (`nohup ... &`) passes SIGINT down ignored: the forwarded one must count
     signal.signal(signal.SIGINT, request_interrupt)
     signal.signal(signal.SIGTERM, request_interrupt)
+    watch_parent()  # first: whatever happens below, an orphan does not outlive the grace
     die_with_parent(parent)  # after the handler: the parent's death is an interrupt (save, then exit)
     logging.basicConfig(level=level, format="%(levelname)s %(message)s")
     import torch

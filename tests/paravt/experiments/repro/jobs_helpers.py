@@ -29,3 +29,15 @@ def wait_for_interrupt(path: str, name: str) -> None:
         time.sleep(0.5)
         Path(path, f"{name}.saved").write_text("1")
         raise
+
+
+def lose_interrupts(path: str, name: str) -> None:
+    """Runs on after every interrupt, as a worker does where Python dropped the KeyboardInterrupt inside a finalizer
+    or a loop never checks for it again: only something outside Python's signal handling can end it."""
+    Path(path, f"{name}.started").write_text("")
+    while True:
+        try:
+            while True:
+                time.sleep(0.02)
+        except KeyboardInterrupt:
+            Path(path, f"{name}.interrupted").write_text("1")

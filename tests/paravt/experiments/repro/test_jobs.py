@@ -127,3 +127,30 @@ def test_workers_stop_and_save_when_their_parent_is_killed(tmp_path, helpers, wh
         time.sleep(0.05)
     started = [k for k in "ab" if (tmp_path / f"{k}.started").exists()]
     assert started and all((tmp_path / f"{k}.saved").read_text() == "1" for k in started)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_worker_that_loses_its_interrupt_still_ends_after_its_parent_dies(tmp_path, helpers):
+    """The kernel's SIGTERM reaches the worker, which drops it (a lost KeyboardInterrupt): the parent watcher ends
+    it ``PARAVT_ORPHAN_GRACE_S`` after the parent's death instead of leaving an orphan."""
+    parent = textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = {sys.path!r}
+        from jobs_helpers import lose_interrupts
+        from paravt.experiments.repro.jobs import run_jobs
+        run_jobs([("a", lose_interrupts, ({str(tmp_path)!r}, "a"))], 1, threads=1)
+    """)
+    env = {**os.environ, "PARAVT_ORPHAN_GRACE_S": "2"}
+    proc = subprocess.Popen([sys.executable, "-c", parent], start_new_session=True, env=env)
+    deadline = time.time() + 60
+    while not (tmp_path / "a.started").exists():
+        assert time.time() < deadline and proc.poll() is None, "the worker did not start"
+        time.sleep(0.05)
+    pids = _children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.time() + 30
+    while any(_pid_alive(p) for p in pids):
+        assert time.time() < deadline, f"worker {pids} outlived its killed parent"
+        time.sleep(0.05)
+    assert (tmp_path / "a.interrupted").read_text() == "1"  # it was asked first, and dropped it
