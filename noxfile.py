@@ -60,7 +60,8 @@ ENGINES = {
         gpu_only={
             "flash-attn": "CUDA kernels, compiled against a CUDA toolkit at install",
             "deepspeed": "compiles CUDA ops at install; its ZeRO trainer is the GPU side of OpenRLHF",
-            "vllm": "the GPU rollout server (OpenRLHF's [vllm] extra); LocalEngine answers its generate contract",
+            "vllm": "the GPU rollout server (OpenRLHF's [vllm] extra); the tests' vllm_standin answers behind "
+                    "OpenRLHF's own RolloutRayActor",
         },
         extra="model",
         tests=("tests/paravt/learners/adapters/openrlhf",),
