@@ -49,6 +49,11 @@ class ServeLimits:
     """Images per request."""
     max_image_pixels: int = 4096 * 4096
     """Pixels of one image, read from its header before it is decoded (a 12000 x 12000 PNG is 585 KB)."""
+    max_request_pixels: int = 4 * 4096 * 4096
+    """Pixels of all the images of one request together, each counted from its header before it is decoded: 80
+    one-bit 4096 x 4096 PNGs are 224 KiB on the wire and 3.8 GB decoded. 67 M pixels (about 200 MB of RGB) holds
+    the paper's largest turn (64 overview frames and 5 crops of 16 frames at 50,176 pixels: 7.2 M) nine times over.
+    Requests decode one at a time (``PolicyServer.work``), so this also bounds what the server holds decoded."""
     max_prompt_tokens: int | None = None
     """Prompt tokens after the chat template; None: the model's context length."""
     max_new_tokens: int = 8192
@@ -70,9 +75,22 @@ class BadRequest(ValueError):
         self.status = status
 
 
-def decode_image(data: Any, where: str, limits: ServeLimits) -> np.ndarray:
+class PixelTally:
+    """The pixels a request's images add up to, checked against ``max_request_pixels`` before each is decoded."""
+
+    def __init__(self, limits: ServeLimits) -> None:
+        self.limit, self.pixels = limits.max_request_pixels, 0
+
+    def add(self, pixels: int, where: str) -> None:
+        if self.pixels + pixels > self.limit:
+            raise BadRequest(f"{where} would bring the request's images to {self.pixels + pixels} pixels, above the "
+                             f"limit of {self.limit} for one request", 413)  # fmt: skip
+        self.pixels += pixels
+
+
+def decode_image(data: Any, where: str, limits: ServeLimits, tally: PixelTally | None = None) -> np.ndarray:
     """An RGB array from base64 bytes or a ``data:image/...;base64,`` URL; its size is checked from the header
-    before the pixels are decoded."""
+    before the pixels are decoded, alone and (``tally``) with the request's other images."""
     from PIL import Image, UnidentifiedImageError
 
     if not isinstance(data, str):
@@ -88,6 +106,8 @@ def decode_image(data: Any, where: str, limits: ServeLimits) -> np.ndarray:
             w, h = img.size
             if w * h > limits.max_image_pixels:
                 raise BadRequest(f"{where} is {w}x{h} pixels, above the limit of {limits.max_image_pixels}", 413)
+            if tally is not None:
+                tally.add(w * h, where)
             return np.asarray(img.convert("RGB"))
     except (UnidentifiedImageError, OSError, SyntaxError, Image.DecompressionBombError) as exc:
         raise BadRequest(f"{where} is not a readable image ({type(exc).__name__})") from None
@@ -110,7 +130,7 @@ def conversation_from_openai(messages: Any, limits: ServeLimits | None = None) -
     limits = limits or ServeLimits()
     if not isinstance(messages, list) or not messages:
         raise BadRequest("'messages' must be a non-empty list")
-    out, n_images = [], 0
+    out, n_images, tally = [], 0, PixelTally(limits)
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or m.get("role") not in ROLES:
             raise BadRequest(f"messages[{i}] must be an object with a 'role' in {sorted(ROLES)}")
@@ -137,7 +157,7 @@ def conversation_from_openai(messages: Any, limits: ServeLimits | None = None) -
                 n_images += 1
                 if n_images > limits.max_images:
                     raise BadRequest(f"more than {limits.max_images} images in one request", 413)
-                images.append(decode_image(url, f"messages[{i}].content[{j}]", limits))
+                images.append(decode_image(url, f"messages[{i}].content[{j}]", limits, tally))
                 text.append(IMAGE_PLACEHOLDER)
             else:
                 raise BadRequest(f"messages[{i}].content[{j}] has unsupported type {kind!r}")
@@ -269,7 +289,8 @@ class PolicyServer:
             raise BadRequest("'image_data' must be a list")
         if len(data) > self.limits.max_images:
             raise BadRequest(f"{len(data)} images in one request, above the limit of {self.limits.max_images}", 413)
-        images = [decode_image(x, f"image_data[{i}]", self.limits) for i, x in enumerate(data)]
+        tally = PixelTally(self.limits)
+        images = [decode_image(x, f"image_data[{i}]", self.limits, tally) for i, x in enumerate(data)]
         temperature, max_new = self._sampling(body.get("sampling_params") or {}, "max_new_tokens")
         encoded = policy._encode_text(text, images)
         self._check_prompt(len(encoded.input_ids))

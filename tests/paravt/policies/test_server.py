@@ -113,3 +113,32 @@ def test_fifty_clients_at_once_are_all_answered(served):
         codes = list(pool.map(lambda _: httpx.post(url + "/v1/chat/completions", json=_chat("hi"), timeout=120).status_code,
                               range(50)))  # fmt: skip
     assert codes.count(200) + codes.count(503) == 50 and codes.count(200) >= 8
+
+
+def test_the_decoded_pixels_of_one_request_are_bounded_before_decoding(tiny_qwen3, monkeypatch):
+    """Every image within its own limit, the count within max_images: the sum is refused (413), on both routes, and no
+    image past the bound is decoded (80 one-bit 4096 x 4096 PNGs: 224 KiB sent, 3.8 GB decoded)."""
+    import PIL.Image
+
+
+    policy = HFPolicy.from_pretrained(tiny_qwen3, temperature=0.0, max_new_tokens=4)
+    limits = ServeLimits(max_image_pixels=1024 * 1024, max_request_pixels=3 * 1024 * 1024)
+    server = PolicyServer(("127.0.0.1", 0), policy, "tiny", limits)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    converted = []
+    convert = PIL.Image.Image.convert
+    monkeypatch.setattr(PIL.Image.Image, "convert", lambda self, *a, **k: converted.append(self.size) or convert(self, *a, **k))
+    try:
+        big = _png(1024, 1024, "1")  # one bit a pixel: a few KB on the wire
+        r = httpx.post(url + "/v1/chat/completions", json=_chat([{"type": "image_url", "image_url": {"url": big}}] * 5))
+        assert r.status_code == 413, r.text
+        assert "messages[0].content[3] would bring the request's images to 4194304 pixels, above the limit of 3145728" in r.json()["error"]["message"]
+        assert len(converted) == 3  # the fourth was refused from its header, never decoded
+        r = httpx.post(url + "/generate", json={"text": "x", "image_data": [big.split(",", 1)[1]] * 4})
+        assert r.status_code == 413 and "image_data[3] would bring" in r.json()["error"]["message"]
+        r = httpx.post(url + "/v1/chat/completions", json=_chat([{"type": "image_url", "image_url": {"url": _png(64, 48)}}] * 3))
+        assert r.status_code == 200
+    finally:
+        server.shutdown()
+        server.server_close()
