@@ -62,6 +62,8 @@ class ServeLimits:
     """Requests admitted at once, running or queued (one generation runs at a time); 503 beyond."""
     body_timeout_s: float = 60.0
     """A request's whole body must arrive within this long (408 otherwise); only then is it admitted."""
+    write_timeout_s: float = 120.0
+    """A reply must drain to its client within this long; a client that does not read it loses the connection."""
 
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
@@ -181,7 +183,8 @@ class PolicyServer:
                                                 or getattr(getattr(policy.model.config, "text_config", None), "max_position_embeddings", 32768))  # fmt: skip
         self.work = threading.Lock()
         lim = self.limits
-        self.bounded = BoundedRequests(self._app(), RequestBounds(lim.max_body_bytes, lim.body_timeout_s, lim.max_pending))
+        self.bounded = BoundedRequests(self._app(), RequestBounds(lim.max_body_bytes, lim.body_timeout_s, lim.max_pending,
+                                                                  lim.write_timeout_s))  # fmt: skip
         self.http = UvicornServer(self.bounded, address)
         self.server_address = self.http.address
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.responses import JSONResponse
+
+logger = logging.getLogger(__name__)
 
 
 def error_response(status: int, message: str, kind: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -27,6 +30,10 @@ class RequestBounds:
     """The whole body must arrive within this long (408 otherwise)."""
     max_inflight: int
     """Admitted requests at once (503 with Retry-After beyond)."""
+    write_timeout_s: float = 120.0
+    """A reply (or a WebSocket message) must drain to the client within this long; a client that does not read it
+    has its connection dropped, and the unsent reply with it (without this, each unread reply stays in the server's
+    send buffer for as long as the client keeps the connection open)."""
 
 
 class BoundedRequests:
@@ -39,6 +46,15 @@ class BoundedRequests:
         self.inflight = 0
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        try:
+            await self._bounded(scope, receive, _send_within(send, self.limits.write_timeout_s))
+        except _WriteTimedOut as exc:
+            logger.warning("%s %s: %s", scope.get("method", "WS"), scope.get("path"), exc)
+
+    async def _bounded(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -113,6 +129,55 @@ class BoundedRequests:
 
 class _TooLarge(Exception):
     pass
+
+
+class _WriteTimedOut(Exception):
+    pass
+
+
+def _send_within(send: Any, timeout_s: float) -> Any:
+    """``send`` whose message must reach the client within ``timeout_s``. uvicorn's ``send`` returns once the bytes
+    are queued on the connection (waiting only while a previous write is paused), so two checks: a send that blocks
+    past the timeout, and, after each send, what is still queued: if the client has not taken it by then, the
+    connection is aborted, which frees what was queued for it (``_WriteTimedOut`` ends a request still running)."""
+    transport = getattr(getattr(send, "__self__", None), "transport", None)  # uvicorn's protocol object holds it
+
+    async def bounded(message: dict) -> None:
+        try:
+            await asyncio.wait_for(send(message), timeout_s)
+        except asyncio.TimeoutError:
+            _abort(transport)
+            raise _WriteTimedOut(f"the client did not read its reply within {timeout_s:g} s: connection dropped") from None
+        if transport is not None and transport.get_write_buffer_size() > 0:
+            _watch(asyncio.create_task(_drop_unread(transport, timeout_s)))
+
+    return bounded
+
+
+_WATCHERS: set[asyncio.Task] = set()
+
+
+def _watch(task: asyncio.Task) -> None:
+    _WATCHERS.add(task)  # a reference until it ends (the event loop keeps only weak ones)
+    task.add_done_callback(_WATCHERS.discard)
+
+
+async def _drop_unread(transport: Any, timeout_s: float) -> None:
+    """Abort ``transport`` if what is queued on it has not drained within ``timeout_s``."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not transport.is_closing() and transport.get_write_buffer_size() > 0:
+        if asyncio.get_running_loop().time() >= deadline:
+            logger.warning("a client did not read %d queued bytes within %g s: connection dropped",
+                           transport.get_write_buffer_size(), timeout_s)  # fmt: skip
+            _abort(transport)
+            return
+        await asyncio.sleep(min(0.1, timeout_s))
+
+
+def _abort(transport: Any) -> None:
+    """Abort a connection: ``close`` would wait to flush a buffer the client never reads, ``abort`` drops it."""
+    if transport is not None:
+        transport.abort()
 
 
 class _Disconnected(Exception):

@@ -89,6 +89,79 @@ def test_an_openenv_binary_frame_gets_a_named_error_and_the_connection_goes_on(e
         assert json.loads(ws.recv(timeout=30))["type"] == "state"
 
 
+def _received(sock: socket.socket, wait_s: float) -> bytes:
+    """What ``sock`` can still read after ``wait_s`` of not reading: the whole reply if the server kept it, only what
+    the kernel had buffered if the server dropped the connection (then EOF or a reset)."""
+    time.sleep(wait_s)
+    chunks = []
+    sock.settimeout(5)
+    try:
+        while chunk := sock.recv(1 << 20):
+            chunks.append(chunk)
+    except (ConnectionResetError, TimeoutError):
+        pass
+    return b"".join(chunks)
+
+
+BIG = {"frame_budget": 64, "max_pixels": 200704}  # 64 raw frames of the 224 x 224 test videos: a 13 MB reply
+
+
+def test_a_client_that_never_reads_its_reply_loses_the_connection_and_the_server_the_reply(env_samples,
+                                                                                           start_env_server):  # fmt: skip
+    """REST: a client asks for a 13 MB reset reply and does not read it: after write_timeout_s the connection is
+    aborted and the part of the reply the kernel had not taken is gone from the server."""
+    server = start_env_server(env_samples, write_timeout_s=1.0)
+    sid = post(server.url, "/v1/sessions", {"options": BIG}).json()["session_id"]
+    full = len(post(server.url, f"/v1/sessions/{sid}/reset", {"options": {"index": 0}}).content)  # read at once: whole
+    sock = socket.create_connection(server.server_address[:2])
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+    body = json.dumps({"options": {"index": 0}}).encode()
+    sock.sendall(b"POST /v1/sessions/%s/reset HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n" % (sid.encode(), len(body)) + body)  # fmt: skip
+    got = _received(sock, 8.0)
+    sock.close()
+    head, _, reply = got.partition(b"\r\n\r\n")
+    assert b"200 OK" in head and 0 < len(reply) < full, (len(reply), full)  # cut: the server let go of the rest
+    assert server.inflight == 0
+    assert post(server.url, f"/v1/sessions/{sid}/reset", {"options": {"index": 0}}).status_code == 200  # still serves
+
+
+def _raw_websocket(address, path: str) -> socket.socket:
+    """A WebSocket opened by hand on a plain socket (a client library would read in a thread of its own)."""
+    sock = socket.create_connection(address[:2])
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+    key = base64.b64encode(b"0123456789abcdef").decode()
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())  # fmt: skip
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(1)
+    assert b" 101 " in head, head
+    return sock
+
+
+def _text_frame(payload: bytes) -> bytes:
+    """One masked text frame, as a client sends it (RFC 6455)."""
+    mask = b"\x01\x02\x03\x04"
+    size = bytes([0x80 | len(payload)]) if len(payload) < 126 else bytes([0x80 | 126]) + len(payload).to_bytes(2, "big")
+    return b"\x81" + size + mask + bytes(c ^ mask[i % 4] for i, c in enumerate(payload))
+
+
+def test_an_openenv_client_that_never_reads_loses_the_connection(env_samples, start_env_server):
+    from websockets.sync.client import connect
+
+    server = start_env_server(env_samples, write_timeout_s=1.0)
+    reset = json.dumps({"type": "reset", "data": {"index": 0, "options": BIG}})
+    with connect(server.url.replace("http", "ws") + "/openenv/ws", max_size=None) as reader:
+        reader.send(reset)
+        full = len(reader.recv(timeout=60))
+    sock = _raw_websocket(server.server_address, "/openenv/ws")
+    sock.sendall(_text_frame(reset.encode()))
+    got = _received(sock, 8.0)
+    sock.close()
+    assert 0 < len(got) < full, (len(got), full)  # the frame was cut: the server dropped the connection and the rest
+
+
 def test_a_seed_out_of_range_is_400(env_server):
     sid = post(env_server.url, "/v1/sessions", {"options": {"frame_budget": 4}}).json()["session_id"]
     r = post(env_server.url, f"/v1/sessions/{sid}/reset", {"seed": 2**70})
