@@ -201,7 +201,15 @@ class RemoteVideoToolEnv(gym.Env[dict, str]):
 
     def step(self, action: str) -> tuple[dict, float, bool, bool, dict]:
         text = action if isinstance(action, str) else action.decode("utf-8", "replace") if isinstance(action, bytes) else str(action)
-        out = self._call("POST", self._path("step"), {"action": text}, self._observation_cap)
+        body = {"action": text, "turn": len(self._turn_texts)}
+        try:
+            out = self._call("POST", self._path("step"), body, self._observation_cap)
+        except RemoteEnvError as exc:
+            if exc.status is not None:  # the server answered: a refusal, not a lost reply
+                raise
+            # the connection failed (the reply may have been lost after the turn was played): asked again with the
+            # same turn, the server answers with that turn's reply instead of playing the action twice
+            out = self._call("POST", self._path("step"), body, self._observation_cap)
         obs = self._observation(out, "step", ("reward", "terminated", "truncated"))
         if not isinstance(out["reward"], (int, float)) or isinstance(out["reward"], bool) or not all(
                 isinstance(out[k], bool) for k in ("terminated", "truncated")):  # fmt: skip

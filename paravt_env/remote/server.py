@@ -76,6 +76,8 @@ class ResetRequest(_Strict):
 
 class StepRequest(_Strict):
     action: str = Field(description="the agent's whole turn")
+    turn: int | None = Field(None, ge=0, le=SEED_MAX, description="the turns this client has stepped in the episode: "
+                             "a retry of a step whose reply was lost gets that reply again, not a second turn")
 
 
 class Health(BaseModel):
@@ -170,8 +172,10 @@ def create_app(server: EnvServer) -> FastAPI:
         return await encoded(lambda: server.locked(sid, lambda s: store.reset(s, body.model_dump(exclude_none=False))))
 
     @app.post(f"{API}/sessions/{{sid}}/step", response_model=StepReply)
-    async def step(sid: str, body: StepRequest) -> Response:
-        return await encoded(lambda: server.locked(sid, lambda s: store.step(s, body.model_dump())))
+    async def step(sid: str, body: StepRequest, request: Request) -> Response:
+        if await request.is_disconnected():  # gone before its turn was played: not played (nobody would get it)
+            raise ApiError(499, "the client disconnected before the step ran", "ClientClosedRequest")
+        return await encoded(lambda: server.locked(sid, lambda s: store.step(s, body.model_dump(exclude_none=True))))
 
     @app.get(f"{API}/sessions/{{sid}}/render")
     async def render(sid: str) -> Response:

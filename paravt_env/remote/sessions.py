@@ -157,6 +157,8 @@ class Session:
         self.lock = threading.Lock()
         self.last_used = time.monotonic()
         self.steps = 0
+        self.turn = 0  # steps of the current episode
+        self.last_step: tuple[int, dict[str, Any]] | None = None  # (its turn, its reply): for a retry whose reply was lost
 
 
 class SessionStore:
@@ -284,13 +286,25 @@ class SessionStore:
             logger.warning("session %s: cannot read the video of sample %s: %s", session.id, sample, exc)
             raise ApiError(422, f"the server cannot read the video of sample {sample!r} ({type(exc).__name__}); "
                                 "its operator has the details in the server log", type(exc).__name__) from None  # fmt: skip
+        session.turn, session.last_step = 0, None
         return {"observation": encode_observation(obs, session.encoding), "info": jsonable(info),
                 "sample": public_sample(session.env.sample)}  # fmt: skip
 
     def step(self, session: Session, body: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(body) - {"action"})
+        """One turn. With ``turn`` (the turns the client has stepped in this episode), a retry of the last step,
+        whose reply the client never got (a dropped connection), is answered with that reply again instead of
+        being played as a second turn; a ``turn`` that is neither is a 409 naming both. The reply kept for it is
+        one per session, freed by the next step or reset."""
+        unknown = sorted(set(body) - {"action", "turn"})
         if unknown:
-            raise ApiError(400, f"unknown field(s) {unknown} in a step; known: action")
+            raise ApiError(400, f"unknown field(s) {unknown} in a step; known: action, turn")
+        turn = body.get("turn")
+        if turn is not None:
+            if session.last_step is not None and turn == session.last_step[0] == session.turn - 1:
+                return session.last_step[1]  # the retry of a step already played: its reply, not another turn
+            if turn != session.turn:
+                raise ApiError(409, f"step 'turn' {turn}, but this episode has played {session.turn} turn(s)",
+                               "TurnMismatch")  # fmt: skip
         if "action" not in body:
             raise ApiError(400, "a step needs 'action' (the agent's whole turn as a string)")
         action = body["action"]
@@ -303,8 +317,11 @@ class SessionStore:
         session.steps += 1
         with self.lock:
             self.steps_served += 1
-        return {"observation": encode_observation(obs, session.encoding), "reward": float(reward),
-                "terminated": bool(terminated), "truncated": bool(truncated), "info": jsonable(info)}  # fmt: skip
+        reply = {"observation": encode_observation(obs, session.encoding), "reward": float(reward),
+                 "terminated": bool(terminated), "truncated": bool(truncated), "info": jsonable(info)}  # fmt: skip
+        session.last_step = (session.turn, reply)
+        session.turn += 1
+        return reply
 
     def render(self, session: Session) -> dict[str, Any]:
         image = session.env.render()

@@ -140,3 +140,68 @@ def test_many_concurrent_sessions(env_server, env_samples):
     assert not errors, errors
     assert len(rewards) == 32 and all(v == 1.0 for v in rewards.values())
     assert json.loads(httpx.get(env_server.url + "/health").text)["sessions"] == 0
+
+
+def test_a_retried_step_gets_its_reply_again_not_a_second_turn(env_server):
+    """A client whose connection failed after its step was played asks again with the same ``turn``: the server
+    answers with that turn's reply; a turn from elsewhere in the episode is a 409 naming both."""
+    url, sid = env_server.url, open_session(env_server.url, frame_budget=4, max_turns=3)
+    post(url, f"/v1/sessions/{sid}/reset", {"options": {"index": 0}})
+    crop = '<tool_call>{"name": "crop_video", "arguments": {"start_time": 0, "end_time": 5}}</tool_call>'
+    first = post(url, f"/v1/sessions/{sid}/step", {"action": crop, "turn": 0})
+    again = post(url, f"/v1/sessions/{sid}/step", {"action": crop, "turn": 0})
+    assert first.status_code == again.status_code == 200 and first.json() == again.json()
+    r = post(url, f"/v1/sessions/{sid}/step", {"action": crop, "turn": 5})
+    assert r.status_code == 409 and "step 'turn' 5, but this episode has played 1 turn(s)" in r.json()["error"]["message"]
+    second = post(url, f"/v1/sessions/{sid}/step", {"action": "<answer>A</answer>", "turn": 1})
+    assert second.status_code == 200 and second.json()["info"]["turn"] == 2  # one crop turn, then the answer
+    r = post(url, f"/v1/sessions/{sid}/step", {"action": "x", "turn": "1"})
+    assert r.status_code == 400  # strict: not coerced
+
+
+def test_the_remote_env_retries_a_step_whose_reply_was_lost(env_samples, start_env_server, monkeypatch):
+    """``RemoteVideoToolEnv`` sends its turn; when the connection fails after the server played the step, its
+    retry gets the same observation and the episode has played the turn once."""
+    import httpx as _httpx
+
+    from paravt_env.remote import RemoteVideoToolEnv
+
+    server = start_env_server(env_samples)
+    env = RemoteVideoToolEnv(server.url, frame_budget=4, max_turns=3)
+    env.reset(options={"index": 0})
+    stream = env._http.stream
+    failures = []
+
+    def lose_first_step_reply(method, path, **kw):
+        if path.endswith("/step") and not failures:
+            failures.append(path)
+            with stream(method, path, **kw) as r:  # the server plays the turn...
+                r.read()
+            raise _httpx.ReadError("connection reset")  # ...and the reply is lost on the way
+        return stream(method, path, **kw)
+
+    monkeypatch.setattr(env._http, "stream", lose_first_step_reply)
+    crop = '<tool_call>{"name": "crop_video", "arguments": {"start_time": 0, "end_time": 5}}</tool_call>'
+    obs, reward, terminated, truncated, info = env.step(crop)
+    assert failures and info["turn"] == 1 and not terminated  # played once, not twice
+    *_, info = env.step("<answer>A</answer>")
+    assert info["turn"] == 2
+    env.close()
+
+
+def test_a_step_whose_client_left_is_played_at_most_once(env_server):
+    """The client sends its answer and leaves before any reply. Whether the server noticed in time (then it did not
+    play it) or played it (then it kept the reply), the client's retry with the same turn gets one answered episode:
+    the answer counted once, never as a second turn."""
+    url, sid = env_server.url, open_session(env_server.url, frame_budget=4, max_turns=3)
+    post(url, f"/v1/sessions/{sid}/reset", {"options": {"index": 0}})
+    body = json.dumps({"action": "<answer>A</answer>", "turn": 0}).encode()
+    sock = socket.create_connection(env_server.server_address[:2])
+    sock.sendall(b"POST /v1/sessions/%s/step HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n" % (sid.encode(), len(body)) + body)  # fmt: skip
+    sock.close()  # gone before any reply
+    time.sleep(1.0)
+    retry = post(url, f"/v1/sessions/{sid}/step", {"action": "<answer>A</answer>", "turn": 0})
+    assert retry.status_code == 200 and retry.json()["terminated"] and retry.json()["info"]["turn"] == 1
+    again = post(url, f"/v1/sessions/{sid}/step", {"action": "<answer>A</answer>", "turn": 0})
+    assert again.json() == retry.json()  # the same reply, however often asked
