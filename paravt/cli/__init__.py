@@ -7,9 +7,14 @@ imported lazily by name so that ``paravt synth`` never pays for importing torch.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import logging
+import os
 import sys
+import warnings
+from pathlib import Path
 
 # name -> (module, one-line help). Modules are imported only when their subcommand runs or --help is asked.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -108,6 +113,66 @@ def unknown_option(parser: argparse.ArgumentParser, command: str | None, argv: l
     return None
 
 
+def error_text(exc: BaseException) -> str:
+    """An error in words. An OS error names its path and what is wrong with it rather than Python's
+    ``[Errno 17] File exists: 'runs/afile'``: a file where a directory is needed is said so."""
+    if not isinstance(exc, OSError) or not exc.filename or exc.strerror is None:
+        return str(exc)
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        path = Path(os.fsdecode(exc.filename))
+        blocker = next((p for p in (path, *path.parents) if p.is_file()), None)
+        if blocker is not None:
+            return f"{blocker} is a file where a directory is needed: choose another path, or move the file away"
+    where = os.fsdecode(exc.filename) + (f" -> {os.fsdecode(exc.filename2)}" if exc.filename2 else "")
+    return f"{where}: {exc.strerror[0].lower()}{exc.strerror[1:]}"
+
+
+class _Once(logging.Filter):
+    """Lets each warning or error message through once per command: a message a code path repeats (the same
+    resume notice from two places) is said once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[int, str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        key = (record.levelno, record.getMessage())
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+
+@contextlib.contextmanager
+def said_once(command: str):
+    """For one command: Python warnings as one line each, ``paravt COMMAND: warning: ...`` (not a source path and
+    a ``UserWarning`` label), and every warning, Python's or logged, said once."""
+    seen: set[str] = set()
+
+    def formatted(message, category, filename, lineno, line=None) -> str:  # noqa: ARG001 (formatwarning's signature)
+        text = str(message)
+        if text in seen:
+            return ""  # said already: Python writes an empty string
+        seen.add(text)
+        return f"paravt {command}: warning: {text}\n"
+
+    filters = [(handler, _Once()) for handler in logging.getLogger().handlers]  # one each: every handler says it once
+    for handler, once in filters:
+        handler.addFilter(once)
+    # Only the text is ours: which warnings show stays Python's filters' decision, and a caller that records them
+    # (warnings.catch_warnings(record=True), pytest.warns) still gets every one.
+    previous = warnings.formatwarning
+    warnings.formatwarning = formatted
+    try:
+        yield
+    finally:
+        warnings.formatwarning = previous
+        for handler, once in filters:
+            handler.removeFilter(once)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in argv if not a.startswith("-")), None)
@@ -124,6 +189,24 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    with said_once(args.command):
+        return _run(args)
+
+
+def quiet_third_party_bars() -> None:
+    """No progress bars of transformers / huggingface_hub (loading weights, writing shards): ``--no-progress``
+    means none at all. The variable covers the libraries not imported yet, the calls those already imported."""
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "huggingface_hub" in sys.modules:
+        sys.modules["huggingface_hub"].utils.disable_progress_bars()
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].utils.logging.disable_progress_bar()
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The subcommand, its errors turned into one line each."""
+    if getattr(args, "no_progress", False):
+        quiet_third_party_bars()
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
@@ -131,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted" + (f": {hint}" if hint else ""), file=sys.stderr)
         return 130
     except (FileNotFoundError, ValueError, OSError, ImportError) as exc:
-        print(f"paravt {args.command}: error: {exc}{install_hint(exc)}", file=sys.stderr)
+        print(f"paravt {args.command}: error: {error_text(exc)}{install_hint(exc)}", file=sys.stderr)
         return 1
     except RuntimeError as exc:  # a corrupt video or a failing server named by the library: still one line
         from paravt.policies.remote import ServerError

@@ -132,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         OPTION_KEYS,
         eval_options,
         evaluate,
+        pending_samples,
         resolve_turn_tokens,
         sampling_config,
     )
@@ -155,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
     factory, subagent = make_agent_factory(args.policy, max_new_tokens=tokens, tool_result=options.tool_result,
                                            protocol=args.protocol, temperature=args.temperature)  # fmt: skip
     sampled = args.temperature > 0
+    todo = pending_samples(args.out, samples)
     if sampled and args.concurrency > 1 and args.policy.startswith("hf:"):
         raise ValueError("--temperature with --concurrency > 1: episodes in flight at once would share torch's random "
                          "generator, so the run could not be reproduced or resumed; use --concurrency 1")  # fmt: skip
@@ -171,11 +173,21 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed if sampled else None,
     )
     print(to_markdown(summary, f"Evaluation: {args.policy} on {args.data}"), file=sys.stdout)
+    print(ran_words(args.out, todo, summary["n"]))
     if summary["n"] and summary["errors"] == summary["n"]:  # nothing was scored: not a result, whatever the table says
         print(f"paravt eval: error: none of the {summary['n']} samples could be scored (the failures are listed above "
               f"and in {args.out}/summary.json)", file=sys.stderr)  # fmt: skip
         return 1
     return 0
+
+
+def ran_words(out: str, todo: int, n: int) -> str:
+    """What an evaluation did now: a rerun over a finished ``--out`` says that nothing ran and whose table it
+    printed."""
+    if todo == 0:
+        return f"{out}: nothing to evaluate, {n} rows already scored (the table is theirs)"
+    before = f", {n - todo} scored before" if n > todo else ""
+    return f"{out}: {todo} samples scored now{before}"
 
 
 def run_suite_command(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from paravt.evaluation.fingerprints import fingerprint, input_identity, policy_settings
+from paravt.evaluation.progress import stage_bar
 from paravt.evaluation.report import (
     summarize,
     write_report,
@@ -154,6 +155,13 @@ def seed_episode(sample_id: str, seed: int) -> None:
         sys.modules["torch"].manual_seed(value)
 
 
+def pending_samples(out: str | Path, samples: Sequence[VideoQASample]) -> int:
+    """How many of ``samples`` an evaluation into ``out`` would run now: those not in ``out/results.jsonl`` yet,
+    or there with a transient failure (what ``evaluate`` runs). 0: a rerun only rewrites the report."""
+    done = {r["id"] for r in read_results(Path(out) / RESULTS) if not r.get("transient")}
+    return sum(1 for s in samples if s.id not in done)
+
+
 def evaluate(
     samples: Sequence[VideoQASample],
     make_agent: Callable[[], Any],
@@ -248,11 +256,9 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
             raise
         return data
 
-    bar = None
-    if progress and todo:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(samples), initial=len(existing), desc="eval", unit="sample")
+    # inside paravt train's job the bar also counts the job's "eval" stage (paravt.evaluation.progress)
+    bar = stage_bar("eval", len(samples), enabled=progress and bool(todo), initial=len(samples) - len(todo),
+                    unit="sample", detail=out.name)  # fmt: skip
     scores = [r["score"] for r in existing]
     errors = sum(1 for r in existing if r.get("error"))
     try:

@@ -45,19 +45,23 @@ def find_sources(root: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def load_episodes(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The episode records of a record file and how many of its rows had none (written before records
-    existed, or failed before the episode began)."""
+def load_episodes(path: Path) -> tuple[list[dict[str, Any]], int, list[float]]:
+    """The episode records of a record file, how many of its rows had none (written before records existed, or
+    failed before the episode began), and every row's score: an evaluation row's own (an error row's is 0, as
+    ``summary.json`` counts it), a rollout row's record's."""
     from paravt.evaluation.store import read_results
 
-    records, missing = [], 0
+    records, missing, scores = [], 0, []
     for row in read_results(path):
         ep = row.get("episode")
         if isinstance(ep, dict):
             records.append(ep)
         else:
             missing += 1
-    return records, missing
+        score = row.get("score", ep.get("score") if isinstance(ep, dict) else None)
+        if isinstance(score, (int, float)) and not isinstance(score, bool):
+            scores.append(float(score))
+    return records, missing, scores
 
 
 def thumbnails(record: dict[str, Any]) -> list[dict[str, Any]]:
@@ -101,19 +105,26 @@ def _executed_crops(record: dict[str, Any]) -> int | None:
         return None
 
 
-def run_summary(path: Path, records: list[dict[str, Any]]) -> dict[str, Any]:
+def run_summary(path: Path, records: list[dict[str, Any]], scores: list[float] | None = None) -> dict[str, Any]:
     """A run's index row: its episodes, accuracy, crops per episode, tool use and K values, from the records;
     the RL step of a rollout file; for an evaluation, the policy and the id of the fingerprint its
-    ``summary.json`` holds (``fingerprints.fingerprint_id``), None where there is none."""
+    ``summary.json`` holds (``fingerprints.fingerprint_id``), None where there is none.
+
+    ``accuracy`` is ``paravt eval``'s and ``summary.json``'s: the mean score over every row (``scores``; the
+    records' scores when not given), which gives partial credit (token F1 of an open answer, IoU of a grounding
+    span) and counts an error row as 0. ``correct`` / ``wrong`` count the episodes whose score passes the
+    scorer's threshold (``scoring.is_correct``: the right letter, F1 or IoU of at least 0.5)."""
     from paravt.evaluation.fingerprints import fingerprint_id
 
     crops = [c for c in (_executed_crops(r) for r in records) if c is not None]
     correct = sum(1 for r in records if r.get("correct") is True)
+    if scores is None:
+        scores = [float(r["score"]) for r in records if isinstance(r.get("score"), (int, float))]
     ks = sorted({r["frame_budget"] for r in records if isinstance(r.get("frame_budget"), int)})
     out: dict[str, Any] = {
         "kind": "eval" if path.name == "results.jsonl" else "rollouts",
         "step": None, "episodes": len(records), "correct": correct, "wrong": len(records) - correct,
-        "accuracy": correct / len(records) if records else None,
+        "accuracy": sum(scores) / len(scores) if scores else None,
         "crops_per_episode": sum(crops) / len(crops) if crops else None,
         "tool_use": sum(c > 0 for c in crops) / len(crops) if crops else None,
         "k": ks, "policy": None, "fingerprint": None,
@@ -156,10 +167,11 @@ def build_page(root: Path, *, thumbs: bool = True) -> tuple[str, dict[str, int]]
     runs = []
     counts = {"runs": 0, "episodes": 0, "without_record": 0}
     for name, path in find_sources(root):
-        records, missing = load_episodes(path)
+        records, missing, scores = load_episodes(path)
         for r in records:
             r["thumbnails"] = thumbnails(r) if thumbs else []
-        runs.append({"name": name, "summary": run_summary(path, records), "episodes": records, "without_record": missing})
+        runs.append({"name": name, "summary": run_summary(path, records, scores), "episodes": records,
+                     "without_record": missing})  # fmt: skip
         counts["runs"] += 1
         counts["episodes"] += len(records)
         counts["without_record"] += missing
@@ -200,8 +212,10 @@ table.index td.name, table.index td.policy { text-align: left; } table.index td.
 </style></head>
 <body>
 <h1>__TITLE__</h1>
-<table class="index" id="index"><thead><tr><th>run</th><th>step</th><th>episodes</th><th>accuracy</th><th>crops / episode</th>
- <th>tool use</th><th>K</th><th>correct</th><th>wrong</th><th>policy</th><th>fingerprint</th></tr></thead><tbody></tbody></table>
+<table class="index" id="index"><thead><tr><th>run</th><th>step</th><th>episodes</th>
+ <th title="the mean score, as paravt eval and summary.json give it: partial credit (token F1 of an open answer, IoU of a span), an error row 0">accuracy</th><th>crops / episode</th>
+ <th>tool use</th><th>K</th><th title="episodes whose score passes the scorer's threshold: the right letter, or F1 / IoU of at least 0.5">correct</th><th>wrong</th><th>policy</th><th>fingerprint</th></tr></thead><tbody></tbody></table>
+<p class="note">accuracy: the mean score (partial credit for an open answer or a span), as <code>paravt eval</code> and <code>summary.json</code> give it; correct / wrong: episodes whose score reaches the scorer's threshold.</p>
 <div class="filters">
  <label>run <select id="f-run"><option value="">all</option></select></label>
  <label>result <select id="f-result"><option value="">all</option><option value="correct">correct</option><option value="wrong">wrong</option></select></label>

@@ -165,9 +165,11 @@ def load_samples(
     if path.is_dir():
         listing = sorted(p.name for p in path.iterdir() if p.suffix.lower() in SUFFIXES)
         if not (path / "samples.jsonl").is_file():
-            raise FileNotFoundError(
-                f"{path} is a directory without samples.jsonl; pass one of its files instead: {listing[:10]}"
-            )
+            if not listing:  # nothing to suggest: say what a data directory holds
+                raise FileNotFoundError(f"{path} holds no samples.jsonl and no data file ({', '.join(sorted(SUFFIXES))}): "
+                                        "give the directory paravt synth --out wrote, or a samples file")  # fmt: skip
+            shown = ", ".join(listing[:10]) + (f" and {len(listing) - 10} more" if len(listing) > 10 else "")
+            raise FileNotFoundError(f"{path} is a directory without samples.jsonl; pass one of its files instead: {shown}")
         path = path / "samples.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"sample file not found: {str(path)!r}")

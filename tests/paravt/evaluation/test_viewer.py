@@ -13,7 +13,7 @@ from paravt.baselines import make_baseline
 from paravt.cli import main
 from paravt.evaluation.harness import evaluate
 from paravt.evaluation.store import read_results
-from paravt.evaluation.viewer import PAGE, write_view
+from paravt.evaluation.viewer import PAGE, build_page, write_view
 from paravt_env import EnvConfig
 
 W, PAD = 1000, 10  # the page's timeline geometry
@@ -169,6 +169,30 @@ def test_a_grounding_record_keeps_the_span_its_scorer_read(tmp_path):
     assert predicted_span(mcq, "[1, 2]", {}, release=False) is None
 
 
+def test_the_index_accuracy_is_summary_json_s(evaluated, tmp_path):
+    """One accuracy everywhere: the index gives what ``paravt eval`` printed and ``summary.json`` holds (the mean
+    score: partial credit, an error row 0), not the share of correct episodes; correct / wrong count those."""
+    from paravt.evaluation.report import summarize, write_report
+
+    run = tmp_path / "eval"
+    shutil.copytree(evaluated, run, ignore=shutil.ignore_patterns("*.lock", "view.html"))
+    rows = read_results(run / "results.jsonl")
+    rows[0]["score"] = rows[0]["episode"]["score"] = 0.6  # an open answer half right: correct, partial credit
+    rows[0]["correct"] = rows[0]["episode"]["correct"] = True
+    failed = {**rows[1], "id": "failed-sample", "score": 0.0, "correct": False, "error": "RuntimeError: decode", "episode": None}
+    rows.append(failed)  # an error row: no record, scores 0, counts in n
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = summarize(rows)
+    write_report(summary, run)
+    page, _ = build_page(run, thumbs=False)
+    [shown] = json.loads(re.search(r'id="records">(.*?)</script>', page, re.S).group(1))  # the embedded runs
+    index = shown["summary"]
+    assert index["accuracy"] == pytest.approx(json.loads((run / "summary.json").read_text())["accuracy"])
+    assert index["accuracy"] != pytest.approx(sum(r["correct"] for r in rows) / len(rows))  # the fixture tells them apart
+    assert index["correct"] == sum(1 for r in rows if r["episode"] and r["episode"]["correct"])
+    assert index["episodes"] == len(rows) - 1 and shown["without_record"] == 1
+
+
 class _Index(HTMLParser):
     """The index table's cells (by row and class) and the timeline's asked / predicted marks, by episode."""
 
@@ -229,7 +253,7 @@ def test_the_index_summarises_each_run_and_the_timeline_marks_the_asked_event_an
         crops = [sum(c["status"] == "executed" for t in e["turns"] for c in t["crops"]) for e in eps]
         correct = sum(e["correct"] for e in eps)
         assert int(got["episodes"]) == len(eps) and int(got["correct"]) == correct and int(got["wrong"]) == len(eps) - correct
-        assert float(got["accuracy"]) == pytest.approx(correct / len(eps))
+        assert float(got["accuracy"]) == pytest.approx(sum(e["score"] for e in eps) / len(eps))  # the mean score
         assert float(got["crops"]) == pytest.approx(sum(crops) / len(crops))
         assert float(got["tool-use"]) == pytest.approx(sum(c > 0 for c in crops) / len(crops))
         assert got["k"] == ",".join(str(k) for k in sorted({e["frame_budget"] for e in eps}))
