@@ -18,7 +18,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--allow-config-change", action="store_true",
                    help="with --resume: continue under settings that differ from RUN/config.json")
     p.add_argument("--backend", choices=backends(), default="local", help="where the recipe trains (default local)")
-    p.add_argument("--dry-run", action="store_true", help="openrlhf backend: print the command, do not run it")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan and train nothing: local backend, the stages with their steps, the data, the "
+                        "model and the output directory (nothing built or written); openrlhf, the launch command")
     p.add_argument("--gpus", type=int, default=8, help="openrlhf backend: GPUs of the node (actor, reference and "
                    "one vLLM engine each, colocated; default 8, the release's)")
     add_threads_argument(p)
@@ -57,42 +59,76 @@ def run(args: argparse.Namespace) -> int:
         return launch(cfg, None if args.dry_run else resolve_data(cfg), args.out, dry_run=args.dry_run, gpus=args.gpus)
     from pathlib import Path
 
+    out = Path(args.out)
+    if args.dry_run:  # the plan only: no data, model, directory or lock
+        from paravt.learners.plan import describe_plan
+
+        print(describe_plan(cfg, out, recipe=args.recipe, steps=args.steps, resume=args.resume), end="")
+        return 0
+    return train_local(args, cfg, out)
+
+
+def train_local(args: argparse.Namespace, cfg, out) -> int:
+    """The local backend's job: videos, cold start, RL, the held-out evaluation and the result picture, with the
+    job's progress line (``paravt.evaluation.progress``), each step said as it ends."""
     from paravt.cli import apply_threads
+    from paravt.evaluation.progress import JobProgress, job_progress
     from paravt.learners.interrupts import interrupt_on_sigterm
+    from paravt.learners.plan import job_stages
     from paravt.learners.run_setup import write_heldout
     from paravt.learners.trainer import Trainer
 
     apply_threads(args)
-
-    out = Path(args.out)
+    progress = not args.no_progress
     if args.resume and not (out / "checkpoint").exists() and not (out / "coldstart").exists():
         print(f"{out}: nothing to resume there (no checkpoint, no cold start): starting fresh")
-    trainer = Trainer(cfg, out, resume=args.resume, progress=not args.no_progress,
-                      allow_config_change=args.allow_config_change)
-    interrupt_on_sigterm()  # timeout, schedulers and docker stop send SIGTERM: save like Ctrl-C does
-    heldout = write_heldout(cfg, out)  # before training: the split exists even if the run is interrupted
-    write_heldout(cfg, out, counterfactual=True)  # the same videos, every needle recoloured
-    start = trainer.step
-    try:
-        rows = trainer.train(args.steps)
-    finally:
-        trainer.close()
-    if not rows and cfg.steps == 0:
-        print(f"{args.out}: no RL steps (steps 0); the cold start is {out / 'coldstart' / 'model'}")
-        return 0
-    target = args.steps if args.steps is not None else cfg.steps
-    if not rows and start >= target:
-        print(f"{args.out}: nothing to train: the run is at step {start}, the target is {target} "
-              f"(raise it with --steps N)")  # fmt: skip
-    else:
-        last = rows[-1] if rows else {}
-        print(f"{args.out}: {len(rows)} steps; last reward {last.get('reward_mean', float('nan')):.3f}, "
-              f"format {last.get('format_reward', float('nan')):.3f}, tool calls {last.get('tool_calls_per_rollout', float('nan')):.2f}")  # fmt: skip
-    if heldout:
-        from paravt.evaluation.heldout import evaluate_heldout
+    job = JobProgress(job_stages(cfg, out, steps=args.steps, resume=args.resume), bars=progress)
+    with job_progress(job):
+        trainer = Trainer(cfg, out, resume=args.resume, progress=progress, allow_config_change=args.allow_config_change)
+        interrupt_on_sigterm()  # timeout, schedulers and docker stop send SIGTERM: save like Ctrl-C does
+        # before training: the split exists even if the run is interrupted; then the same videos, every needle recoloured
+        heldout = write_heldout(cfg, out, progress=progress)
+        write_heldout(cfg, out, counterfactual=True, progress=progress)
+        start = trainer.step
+        try:
+            rows = trainer.train(args.steps)
+        finally:
+            trainer.close()
+        target = args.steps if args.steps is not None else cfg.steps
+        print(trained_words(out, rows, start, target))
+        evaluate = heldout and not (target == 0 and start == 0)  # a cold start alone has no RL checkpoint to evaluate
+        if evaluate:
+            from paravt.evaluation.heldout import evaluate_heldout
 
-        print(evaluate_heldout(out, progress=not args.no_progress), end="")
+            print(evaluate_heldout(out, progress=progress), end="")
+    job.write(job.finish())
     where = [(name, out / rel) for name, rel in (("curves", "curves.png"), ("metrics", "metrics.jsonl"),
-             ("held-out episodes (open in a browser)", "eval/view.html"), ("held-out report", "eval/report.md"))]  # fmt: skip
+             ("held-out report", "eval/report.md"))]  # fmt: skip
     print("\n".join(f"{name}: {path}" for name, path in where if path.exists()))
+    if evaluate:
+        print(result_words(out))
     return 0
+
+
+def trained_words(out, rows: list[dict], start: int, target: int) -> str:
+    """What this invocation trained: the steps it ran (not the run's total), or that there was nothing to train."""
+    if not rows and target == 0 and start == 0:
+        return f"{out}: no RL steps (steps 0); the cold start is {out / 'coldstart' / 'model'}"
+    if not rows:
+        return f"{out}: nothing to train: the run is at step {start}, the target is {target} (raise it with --steps N)"
+    last = rows[-1]
+    which = f"step {last['step']}" if len(rows) == 1 else f"steps {rows[0]['step']}-{last['step']}"
+    return (f"{out}: trained {len(rows)} step{'s' if len(rows) != 1 else ''} now ({which}; "
+            f"the run is at step {last['step']}); last reward {last.get('reward_mean', float('nan')):.3f}, "
+            f"format {last.get('format_reward', float('nan')):.3f}, tool calls {last.get('tool_calls_per_rollout', float('nan')):.2f}")  # fmt: skip
+
+
+def result_words(out) -> str:
+    """Draw ``RUN/result.png`` (the cold start against RL) and say where it is and how to see every episode."""
+    from paravt.evaluation.heldout import plot_result
+
+    try:
+        picture = f"result: {plot_result(out, title=f'{out}: the cold start against RL on the held-out split')}"
+    except ImportError:
+        picture = f"result: {out / 'result.png'} not drawn: matplotlib is not installed (the [plot] extra)"
+    return f"{picture}\nevery episode, in a browser: paravt view {out}"

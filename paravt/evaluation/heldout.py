@@ -51,7 +51,6 @@ def evaluate_heldout(out: Path, progress: bool = True) -> str:
     (``paravt.evaluation.counterfactual``)."""
     from paravt.evaluation.counterfactual import follow_rates
     from paravt.evaluation.fingerprints import checkpoint_identity
-    from paravt.evaluation.harness import evaluate_checkpoint
     from paravt.evaluation.report import to_markdown
 
     data, counter = out / HELDOUT_SPLIT, out / COUNTERFACTUAL_SPLIT
@@ -59,24 +58,121 @@ def evaluate_heldout(out: Path, progress: bool = True) -> str:
     if (out / "coldstart" / "model" / "paravt.json").is_file():
         runs.insert(0, ("cold start", out / "coldstart" / "model", out / "eval_coldstart"))
     with_counter = (counter / "samples.jsonl").is_file()
-    parts, rows = [], []
+    parts, rows, said = [], [], []
     for label, model, target in runs:
         fresh(target, checkpoint_identity(model), ("_counterfactual",) if with_counter else ())
-        summary = evaluate_checkpoint(model, data, target, progress=progress)
+        summary = _evaluate(model, data, target, progress, said)
         parts.append(to_markdown(summary, f"Held-out evaluation ({label}): hf:{model} on {data}"))
         row = (f"| {label} | {summary['accuracy']:.3f} | {summary['avg_tool_calls']:.2f} | "
                f"{summary['tool_usage_rate']:.2f} | {summary['n']} |")  # fmt: skip
         if with_counter:
             twin = target.with_name(target.name + "_counterfactual")
-            evaluate_checkpoint(model, counter, twin, progress=progress)
+            _evaluate(model, counter, twin, progress, said)
             rates = follow_rates(data, counter, twin)
             row += f" {_rate(rates['follows'])} | {_rate(rates['keeps'])} |"
         rows.append(row)
     head = "| policy | held-out accuracy | crops per episode | tool use | n |"
     table = [head + (" needles recoloured: follows the new colour | keeps the old one |" if with_counter else ""),
              "|---|---|---|---|---|" + ("---|---|" if with_counter else ""), *rows]  # fmt: skip
-    return "".join(parts) + "\n" + "\n".join(table) + "\n"
+    return "".join(parts) + "\n" + "\n".join(table) + "\n\n" + "\n".join(said) + "\n"
+
+
+def _evaluate(model: Path, data: Path, target: Path, progress: bool, said: list[str]) -> dict:
+    """``evaluate_checkpoint`` into ``target``, and what it did in ``said``: the samples it scored now, or that
+    it had nothing to evaluate (a resumed run whose checkpoint did not change)."""
+    from paravt.evaluation.harness import evaluate_checkpoint, pending_samples
+    from paravt_env import load_samples
+
+    todo = pending_samples(target, load_samples(data, strict=False, keep_missing=True))
+    summary = evaluate_checkpoint(model, data, target, progress=progress)
+    said.append(f"{target}: nothing to evaluate, {summary['n']} rows already scored" if todo == 0 else
+                f"{target}: {todo} samples scored now" + (f", {summary['n'] - todo} before" if summary["n"] > todo else ""))  # fmt: skip
+    return summary
 
 
 def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
+
+
+RESULT_PICTURE = "result.png"
+"""``RUN/result.png``: the run's result in one picture (``plot_result``)."""
+POLICY_DIRS = (("cold start", "eval_coldstart"), ("RL", "eval"))
+
+
+def result_figures(out: Path) -> dict[str, dict]:
+    """Per policy of the run's held-out evaluation (``RUN/eval_coldstart``, ``RUN/eval``): accuracy (the mean
+    score, as ``summary.json`` has it), ``n``, crops per episode and accuracy where the overview missed the asked
+    needle and where it showed it (``summary.json``'s ``by_overview``; absent on real data), and the recoloured
+    check's ``follows`` / ``keeps`` (None without the counterfactual evaluation). Policies not evaluated are left
+    out."""
+    from paravt.evaluation.counterfactual import follow_rates
+
+    figures = {}
+    for label, name in POLICY_DIRS:
+        path = out / name / "summary.json"
+        if not path.is_file():
+            continue
+        summary = json.loads(path.read_text())
+        split = summary.get("by_overview") or {}
+        row = {"accuracy": summary["accuracy"], "n": summary["n"], "crops": summary["avg_tool_calls"],
+               "by_overview": {k: {"n": v["n"], "crops": v["avg_tool_calls"], "accuracy": v["accuracy"]} for k, v in split.items()},
+               "follows": None, "keeps": None}  # fmt: skip
+        twin = out / f"{name}_counterfactual"
+        if (twin / "results.jsonl").is_file() and (out / COUNTERFACTUAL_SPLIT / "samples.jsonl").is_file():
+            rates = follow_rates(out / HELDOUT_SPLIT, out / COUNTERFACTUAL_SPLIT, twin)
+            row.update(follows=rates["follows"], keeps=rates["keeps"])
+        figures[label] = row
+    return figures
+
+
+def plot_result(out: Path, figures: dict[str, dict] | None = None, title: str = "") -> Path:
+    """Draw ``RUN/result.png``: the cold start against the RL checkpoint on the held-out split (accuracy), the
+    crops per episode where the overview missed the needle and where it showed it (a policy that learnt when to
+    crop crops on the misses only), and the recoloured check (follows the new colour, keeps the old one).
+    Needs matplotlib (the ``plot`` extra): an ``ImportError`` otherwise."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figures = result_figures(out) if figures is None else figures
+    labels = list(figures)
+    colours = {"cold start": "#999", "RL": "#36c"}
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    ax = axes[0]
+    bars = ax.bar(labels, [figures[p]["accuracy"] for p in labels], color=[colours.get(p, "#666") for p in labels])
+    ax.bar_label(bars, fmt="%.3f", fontsize=9)
+    ax.set_ylim(0, 1.1)
+    ax.set_title(f"held-out accuracy (mean score, n = {max((figures[p]['n'] for p in labels), default=0)})", fontsize=10)
+    counts = {k: next((f["by_overview"][k]["n"] for f in figures.values() if k in f["by_overview"]), 0) for k in ("missed", "showed")}
+    _grouped(axes[1], figures, colours, [("missed", f"overview missed it ({counts['missed']})"),
+                                         ("showed", f"overview showed it ({counts['showed']})")],
+             lambda f, k: (f["by_overview"].get(k) or {}).get("crops") if (f["by_overview"].get(k) or {}).get("n") else None,
+             "%.2f")  # fmt: skip
+    axes[1].set_title("crops per episode, where the overview ... the needle", fontsize=10)
+    _grouped(axes[2], figures, colours, [("follows", "follows the new colour"), ("keeps", "keeps the old one")],
+             lambda f, k: f[k], "%.3f")
+    axes[2].set_ylim(0, 1.1)
+    axes[2].set_title("needles recoloured: the answer ...", fontsize=10)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    path = out / RESULT_PICTURE
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _grouped(ax, figures: dict[str, dict], colours: dict[str, str], groups: list[tuple[str, str]], value, fmt: str) -> None:
+    """Bars of ``value(figures[policy], key)`` per group, one bar per policy; a missing value draws nothing and
+    says "n/a"."""
+    width = 0.8 / max(1, len(figures))
+    for i, policy in enumerate(figures):
+        xs = [g + (i - (len(figures) - 1) / 2) * width for g in range(len(groups))]
+        values = [value(figures[policy], key) for key, _ in groups]
+        bars = ax.bar(xs, [0 if v is None else v for v in values], width, label=policy, color=colours.get(policy, "#666"))
+        ax.bar_label(bars, labels=["n/a" if v is None else fmt % v for v in values], fontsize=8)
+    ax.set_xticks(range(len(groups)), [text for _, text in groups], fontsize=9)
+    top = max([value(f, key) or 0 for f in figures.values() for key, _ in groups] + [1.0])
+    ax.set_ylim(0, top * 1.15)
+    ax.legend(fontsize=8)

@@ -156,15 +156,31 @@ def _plot(summary: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    # where the records say where the needles are, a third panel: accuracy and crops where the overview missed
+    # the asked event and where it showed it (what tells a policy that crops when it must from one that never does)
+    overview = summary.get("by_overview") or {}
+    fig, axes = plt.subplots(1, 3 if overview else 2, figsize=(13.5 if overview else 9, 3.2))
     for ax, key, title in zip(
-        axes, ("by_question_type", "by_duration"), ("by question type", "by duration"), strict=True
+        axes, ("by_question_type", "by_duration"), ("by question type", "by duration"), strict=False
     ):
         names = list(summary[key])
         bars = ax.bar(names, [summary[key][n]["accuracy"] for n in names], color="#2a9d8f")
         ax.bar_label(bars, fmt="%.2f", fontsize=8)
         ax.set_ylim(0, 1.05)
         ax.set_title(f"accuracy {title}")
+    if overview:
+        ax, names = axes[2], [k for k in ("missed", "showed") if k in overview]
+        xs = range(len(names))
+        acc = ax.bar([x - 0.2 for x in xs], [overview[k]["accuracy"] for k in names], 0.4, color="#2a9d8f", label="accuracy")
+        ax.bar_label(acc, fmt="%.2f", fontsize=8)
+        twin = ax.twinx()
+        crops = twin.bar([x + 0.2 for x in xs], [overview[k]["avg_tool_calls"] for k in names], 0.4, color="#36c", label="crops per episode")
+        twin.bar_label(crops, fmt="%.2f", fontsize=8)
+        twin.set_ylim(0, max([overview[k]["avg_tool_calls"] for k in names] + [1.0]) * 1.35)
+        ax.set_ylim(0, 1.3)  # room for the legend above the bars
+        ax.set_xticks(list(xs), [f"overview {k} it (n = {overview[k]['n']})" for k in names], fontsize=8)
+        ax.set_title("where the overview ... the asked event")
+        ax.legend(handles=[acc, crops], fontsize=7, loc="upper center", ncol=2)
     fig.suptitle(
         f"n = {summary['n']}, accuracy {summary['accuracy']:.3f}, tool calls {summary['avg_tool_calls']:.2f}"
     )

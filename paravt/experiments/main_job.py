@@ -91,6 +91,18 @@ def to_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def seed_offsets(n: int, width: float = 0.5) -> list[float]:
+    """Horizontal places of ``n`` seeds' points across a bar ``width`` wide (centred; one seed in the middle)."""
+    if n <= 1:
+        return [0.0] * n
+    return [-width / 2 + width * i / (n - 1) for i in range(n)]
+
+
+def seed_colours(seeds: list[str]) -> dict[str, str]:
+    """One colour per seed (matplotlib's cycle), the same in every panel."""
+    return {seed: f"C{i % 10}" for i, seed in enumerate(seeds)}
+
+
 def plot(data: dict[str, Any], path: Path) -> None:
     """The picture: held-out accuracy of the cold start and the RL checkpoint per seed with the mean and its
     interval, then the rollouts' accuracy and crops per rollout over the RL steps, one line per seed."""
@@ -101,18 +113,20 @@ def plot(data: dict[str, Any], path: Path) -> None:
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     ax = axes[0]
+    colours = seed_colours(data["seeds"])
     for x, (label, _) in enumerate(POLICIES):
         m = data["mean"][label]["accuracy"]
         ax.bar(x, m["mean"], width=0.6, color=("#999", "#36c")[x], alpha=0.5, yerr=m["ci95"] or 0, capsize=6)
-        for seed, v in zip(data["seeds"], m["values"], strict=True):
-            ax.plot(x, v, "o", color="#222")
-            ax.annotate(f"seed {seed}", (x, v), textcoords="offset points", xytext=(8, -3), fontsize=8)
+        # each seed at its own place across the bar, in its curves' colour: seeds with one value never overlap
+        for offset, seed, v in zip(seed_offsets(len(data["seeds"])), data["seeds"], m["values"], strict=True):
+            ax.plot(x + offset, v, "o", color=colours[seed], markeredgecolor="#222", label=f"seed {seed}" if x == 0 else None)
+    ax.legend(fontsize=7, loc="upper left")
     ax.set_xticks(range(len(POLICIES)), [label for label, _ in POLICIES])
     ax.set_ylim(0, 1.05)
     ax.set_title(f"held-out accuracy (mean ± 95 % CI, {len(data['seeds'])} seeds)", fontsize=10)
     for ax, key, title in ((axes[1], "accuracy", "rollout accuracy"), (axes[2], "tool_calls_per_rollout", "crops per rollout")):
         for seed, c in data["curves"].items():
-            ax.plot(c["step"], c[key], label=f"seed {seed}")
+            ax.plot(c["step"], c[key], label=f"seed {seed}", color=colours.get(seed))
         ax.set_xlabel("PARA-GRPO step")
         ax.set_title(title, fontsize=10)
     axes[1].legend(fontsize=8)

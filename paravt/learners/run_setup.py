@@ -12,41 +12,50 @@ from pathlib import Path
 from paravt.evaluation.heldout import COUNTERFACTUAL_SPLIT, HELDOUT_SPLIT
 from paravt.learners.config import TrainConfig
 from paravt_env import EnvConfig, load_samples
-from paravt_env.paths import cache_dir
+from paravt_env.paths import cache_root
 from paravt_env.protocol import THINK_PREFIX
 
 
 def synth_dir(synth) -> Path:
     """Cache directory of a synthetic dataset: named by everything that shapes its videos and questions."""
     qkey = hashlib.sha256(json.dumps(list(synth.question_kinds)).encode()).hexdigest()[:6]
-    return cache_dir() / f"synth_{synth.video_key()}_n{synth.n}_s{synth.seed}_q{qkey}"
+    return cache_root() / f"synth_{synth.video_key()}_n{synth.n}_s{synth.seed}_q{qkey}"  # generate_dataset creates it
 
 
-def resolve_data(cfg: TrainConfig):
+def build_videos(where: Path, synth, what: str, progress: bool):
+    """``generate_dataset`` into ``where`` with a bar named ``what`` (and the job's ``[k/n]`` in a job), its new
+    videos counted as the job's "videos" stage (``paravt.evaluation.progress``)."""
+    from paravt.evaluation.progress import count_units, enter_stage, stage_label
+    from paravt_env.data.synthetic import generate_dataset, missing_videos
+
+    enter_stage("videos")
+    todo = missing_videos(where, synth)
+    samples = generate_dataset(where, synth, progress=progress, workers=2, desc=stage_label("videos", what))
+    count_units("videos", todo)
+    return samples
+
+
+def resolve_data(cfg: TrainConfig, progress: bool = False):
     if cfg.data.path:
         return load_samples(cfg.data.path, video_root=cfg.data.video_root)
-    from paravt_env.data.synthetic import generate_dataset
-
     synth = cfg.data.synth_config()
-    return generate_dataset(synth_dir(synth), synth, progress=False, workers=2)
+    return build_videos(synth_dir(synth), synth, "training videos", progress)
 
 
-def resolve_perception_data(cfg: TrainConfig):
+def resolve_perception_data(cfg: TrainConfig, progress: bool = False):
     """The perception stage's own pool of short synthetic videos (None: no stage, or real data)."""
     if cfg.perception.steps <= 0 or cfg.data.path:
         return None
-    from paravt_env.data.synthetic import generate_dataset
-
     p = cfg.perception
     synth = cfg.data.synth_config(n=p.videos, seed=cfg.data.synth_seed + 500_000, min_duration=p.min_duration,
                                   max_duration=p.max_duration)  # fmt: skip
-    return generate_dataset(synth_dir(synth), synth, progress=False, workers=2)
+    return build_videos(synth_dir(synth), synth, "perception videos", progress)
 
 
 """The held-out split's counterfactual copy (``write_heldout(..., counterfactual=True)``)."""
 
 
-def write_heldout(cfg: TrainConfig, out: Path, *, counterfactual: bool = False):
+def write_heldout(cfg: TrainConfig, out: Path, *, counterfactual: bool = False, progress: bool = False):
     """The held-out split (``data.heldout_n`` videos of the training distribution, their own seed) in
     ``OUT/heldout`` (videos and samples.jsonl): never trained on, evaluated at the end of the run. With
     ``counterfactual``, the same videos with every needle recoloured (``SynthConfig.counterfactual``: time,
@@ -54,11 +63,10 @@ def write_heldout(cfg: TrainConfig, out: Path, *, counterfactual: bool = False):
     colour there, one that answers from memory or the text gives the old one."""
     if cfg.data.heldout_n <= 0 or cfg.data.path:
         return None
-    from paravt_env.data.synthetic import generate_dataset
-
     synth = cfg.data.synth_config(n=cfg.data.heldout_n, seed=cfg.data.heldout_seed,
                                   counterfactual="colour" if counterfactual else "")  # fmt: skip
-    return generate_dataset(out / (COUNTERFACTUAL_SPLIT if counterfactual else HELDOUT_SPLIT), synth, progress=False, workers=2)
+    return build_videos(out / (COUNTERFACTUAL_SPLIT if counterfactual else HELDOUT_SPLIT), synth,
+                        "recoloured held-out videos" if counterfactual else "held-out videos", progress)  # fmt: skip
 
 
 def resolve_model_path(cfg: TrainConfig) -> Path | str:
@@ -69,16 +77,24 @@ def resolve_model_path(cfg: TrainConfig) -> Path | str:
         if local and not path.is_dir():
             raise FileNotFoundError(f"model.path {cfg.model.path} is not a checkpoint directory (it does not exist)")
         return str(path) if local else cfg.model.path
-    from paravt.policies.tiny_model import BUILDER_VERSION, build_tiny_model
+    from paravt.policies.tiny_model import build_tiny_model
 
     size = cfg.model.size
-    name = f"tiny_{cfg.model.tiny_arch}" if size == "tiny" else f"random_{cfg.model.tiny_arch}_{size}"
-    path = cache_dir() / f"{name}_seed0_v{BUILDER_VERSION}"
+    path = tiny_model_dir(cfg)
     if not (path / "tiny_model.json").is_file():
         # A published size is initialised where it will run (seconds on a GPU, minutes on 2 cores).
         device = "cpu" if size == "tiny" else _build_device(cfg.model.device)
         build_tiny_model(path, arch=cfg.model.tiny_arch, seed=0, overwrite=True, size=size, device=device)
     return path
+
+
+def tiny_model_dir(cfg: TrainConfig) -> Path:
+    """Where the random-weight model of a recipe without ``model.path`` is built once and cached."""
+    from paravt.policies.tiny_model import BUILDER_VERSION
+
+    size = cfg.model.size
+    name = f"tiny_{cfg.model.tiny_arch}" if size == "tiny" else f"random_{cfg.model.tiny_arch}_{size}"
+    return cache_root() / f"{name}_seed0_v{BUILDER_VERSION}"  # build_tiny_model creates it
 
 
 def _build_device(device: str) -> str:

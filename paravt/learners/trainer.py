@@ -79,7 +79,7 @@ class Trainer:
                                   "to continue it, or use a new --out")  # fmt: skip
         # An SFT-only run (the release's SFT recipe: steps 0, sft.data) needs no RL prompts.
         sft_only = cfg.steps == 0 and bool(cfg.sft.data) and not cfg.data.path
-        self.samples = [] if sft_only else resolve_data(cfg)
+        self.samples = [] if sft_only else resolve_data(cfg, progress=self.progress)
         if not self.samples and not sft_only:
             raise ValueError("the training data holds no sample")
         base_path = resolve_model_path(cfg)
@@ -178,7 +178,8 @@ class Trainer:
             self._commit()
         if self.resumed or self.from_coldstart or (cfg.perception.steps <= 0 and cfg.sft.steps <= 0):
             return
-        summary = run_cold_start(self.policy, self.samples, cfg, self.out, perception_samples=resolve_perception_data(cfg),
+        perception = resolve_perception_data(cfg, progress=self.progress)
+        summary = run_cold_start(self.policy, self.samples, cfg, self.out, perception_samples=perception,
                                  progress=self.progress, resume=self.resume_requested)  # fmt: skip
         target = self.out / "coldstart" / "model"
         # The cold start trained the weights with its own optimiser: RL's starts from them (a bf16 model's fp32
@@ -332,13 +333,17 @@ class Trainer:
 
     # -- the run ------------------------------------------------------------------------------------------
     def train(self, steps: int | None = None) -> list[dict[str, Any]]:
+        """Train up to step ``steps`` (default: the recipe's): the cold start first where the run has none, then RL
+        steps from the run's current one. Returns the metrics rows of the steps trained by this call only (a
+        resumed run's earlier rows stay in ``RUN/metrics.jsonl``): empty when the run was already there."""
         total = self.cfg.steps if steps is None else steps
         sinks = MetricSinks(self.cfg, self.out)  # fail before any work if a requested sink is missing
         self.cold_start()
         release_free_memory(collect=True)  # the cold start's examples and episodes are gone: give their pages back
         if self.cfg.grpo.kl_coef > 0:
             self._reference()
-        rows = read_jsonl(self.metrics_path)
+        history = read_jsonl(self.metrics_path)  # the curves draw every step of the run
+        rows: list[dict[str, Any]] = []  # the steps of this call
         bar = progress_bar(total, "train", self.progress, initial=self.step)
         try:
             while self.step < total:
@@ -346,7 +351,8 @@ class Trainer:
                 row = self.rl_step()
                 release_free_memory(collect=True)  # a step's trajectories (frames, activations) are freed by now
                 rows.append(row)
-                plot_curves(rows, self.out / "curves.png", self._sft_rows())
+                history.append(row)
+                plot_curves(history, self.out / "curves.png", self._sft_rows())
                 sinks.write(row)
                 if bar:
                     bar.update(1)
@@ -363,7 +369,8 @@ class Trainer:
             if bar:
                 bar.close()
             sinks.close()
-        self.save()
+        if rows or not self.resumed:  # a resumed run that trained nothing: its checkpoint is already this state
+            self.save()
         return rows
 
     def _sft_rows(self) -> list[dict[str, Any]]:

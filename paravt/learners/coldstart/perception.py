@@ -128,7 +128,7 @@ def build_examples(policy: HFPolicy, samples: list[VideoQASample], cfg: Percepti
     answers = cfg.answers
     rng = random.Random(seed)
     out: list[PerceptionExample] = []
-    for sample in progress_iter(samples, "perception examples", progress):
+    for sample in progress_iter(samples, "perception examples", progress, unit="video"):
         reader = open_video(sample.video_path)
         try:
             d = reader.duration

@@ -90,7 +90,7 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
     # cover at crop_fps before crop_max_frames thins them (16 s at 0.5 fps and 8 frames), or a 2 s needle
     # falls between two frames and the episode is dropped.
     check_window = min(cfg.sft.window, cfg.env.crop_max_frames / cfg.env.crop_fps)
-    bar = progress_bar(cfg.sft.episodes, "teacher episodes", progress, initial=begin)
+    bar = progress_bar(cfg.sft.episodes, "teacher episodes", progress, initial=begin, unit="episode")
     last_save = time.monotonic()
     try:
         for i in range(begin, cfg.sft.episodes):
@@ -218,8 +218,30 @@ def run_cold_start(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainCon
         policy.think_prefix = was_think
     with open(out / "sft_metrics.jsonl", "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
-    logger.info("cold start: %s", summary)
+    logger.info("%s", describe_cold_start(summary))
     return summary
+
+
+def describe_cold_start(summary: dict[str, Any]) -> str:
+    """``run_cold_start``'s summary in words (the log line; ``RUN/coldstart/summary.json`` keeps the figures)."""
+    parts = []
+    if "perception" in summary:
+        p = summary["perception"]
+        parts.append(f"perception stage: {p['steps']} steps on {p['examples']} examples, final loss {p['final_loss']:.3f}")
+    sft = summary.get("sft")
+    if sft and "episodes" in sft:
+        among = [f"{sft[k]} {words}" for k, words in (("checks", "check"), ("recrops", "crop a second round"),
+                                                       ("guesses_after_crops", "guess after cropping")) if sft.get(k)]  # fmt: skip
+        kinds = [f"{sft['with_crops']} crop" + (f" ({', '.join(among)})" if among else ""),
+                 f"{sft['answered_from_overview']} answer from the overview", f"{sft['guesses']} guess"]  # fmt: skip
+        dropped = f" ({sft['dropped']} dropped: their frames showed no needle)" if sft.get("dropped") else ""
+        parts.append(f"SFT: {sft['steps']} steps on {sft['episodes']} teacher episodes{dropped}, of which "
+                     f"{', '.join(kinds)}; final loss {sft['final_loss']:.3f}")  # fmt: skip
+    elif sft:
+        parts.append(f"SFT on the released data: {sft['steps']} steps on {sft['rows_trained']} rows "
+                     f"({sft['dropped_overlong']} too long, {sft['skipped_unreadable']} unreadable), "
+                     f"final loss {sft['final_loss']:.3f}")  # fmt: skip
+    return "cold start done: " + ("; ".join(parts) if parts else "nothing to train")
 
 
 def _streamed_sft(policy: HFPolicy, cfg: TrainConfig, store: ColdStartStore, rows: list[dict], progress: bool) -> dict:

@@ -68,22 +68,27 @@ def sft_loss(policy: HFPolicy, trajectory: Trajectory, model: Any = None) -> tor
     return -masked_mean(logp, mask)
 
 
-def progress_bar(total: int, desc: str, enabled: bool, initial: int = 0):
-    """A tqdm bar in steps, or None when progress is off."""
-    if not enabled:
-        return None
-    from tqdm import tqdm
+def progress_bar(total: int, desc: str, enabled: bool, initial: int = 0, unit: str = "step"):
+    """A bar for the stage ``desc`` in steps: a tqdm bar, or None when progress is off; inside ``paravt train``'s
+    job the stage's bar, which also counts the stage for the job's progress line
+    (``paravt.evaluation.progress.stage_bar``)."""
+    from paravt.evaluation.progress import stage_bar
 
-    return tqdm(total=total, initial=initial, desc=desc, unit="step")
+    return stage_bar(desc, total, enabled=enabled, initial=initial, unit=unit)
 
 
-def progress_iter(items: Sequence[Any], desc: str, enabled: bool):
-    """``items``, with a tqdm bar when progress is on."""
-    if not enabled:
-        return items
-    from tqdm import tqdm
-
-    return tqdm(items, desc=desc, unit="item")
+def progress_iter(items: Sequence[Any], desc: str, enabled: bool, unit: str = "item"):
+    """``items``, each counted on ``progress_bar``'s bar for ``desc`` (none when progress is off and no job runs)."""
+    bar = progress_bar(len(items), desc, enabled, unit=unit)
+    if bar is None:
+        yield from items
+        return
+    try:
+        for item in items:
+            yield item
+            bar.update(1)
+    finally:
+        bar.close()
 
 
 SCHEDULES = ("constant", "cosine")

@@ -43,3 +43,24 @@ def test_a_run_without_its_evaluations_is_one_line(tmp_path, capsys):
     (tmp_path / "x").mkdir()
     assert main([str(tmp_path / "x")]) == 1
     assert "is missing" in capsys.readouterr().err
+
+
+def test_the_picture_draws_each_seed_apart(tmp_path, monkeypatch):
+    """The README's figure: every seed's held-out accuracy at its own place across its bar, in the colour of its
+    curves, with a legend (issue 60: seeds with equal values were drawn, labels and all, over each other)."""
+    import matplotlib.pyplot as plt
+
+    from paravt.experiments.main_job import plot
+
+    runs = [_run(tmp_path, s, 0.4, 0.975) for s in range(4)]  # four seeds, one value: the case that overlapped
+    monkeypatch.setattr(plt, "close", lambda fig: None)  # keep the figure to read it back
+    plot(summarise(runs), tmp_path / "fig.png")
+    left, middle = plt.gcf().axes[:2]
+    points = [line for line in left.lines if line.get_marker() == "o"]
+    for policy_x in (0, 1):
+        xs = [float(line.get_xdata()[0]) for line in points if round(float(line.get_xdata()[0])) == policy_x]
+        assert len(xs) == 4 and min(b - a for a, b in zip(sorted(xs), sorted(xs)[1:], strict=False)) > 0.1
+    assert [t.get_text() for t in left.get_legend().get_texts()] == [f"seed {s}" for s in range(4)]
+    colour = {line.get_label(): line.get_color() for line in middle.lines}
+    assert all(line.get_markerfacecolor() == colour[f"seed {i % 4}"] for i, line in enumerate(points))
+    plt.close("all")
