@@ -32,6 +32,7 @@ from .rewards import compute_reward, extract_answer
 from .spaces import AnyText, FrameBatch, Timestamps
 from .timing import StepTiming
 from .video import Frames, VideoDecodeError, VideoReader, open_video
+from .video.errors import UnusableVideo
 from .video.resize import target_size
 
 logger = logging.getLogger(__name__)
@@ -140,6 +141,9 @@ class VideoToolEnv(gym.Env[dict, str]):
         sample, reader, k, overview, decode_s = self._pick(options, epoch)
         cfg = self.config
 
+        if self._reader is not None and self._reader is not reader:
+            self._reader.unpin()
+        reader.pin()  # the episode's crops read the file its overview came from, even if the path is replaced
         self._sample, self._reader, self.frame_budget, self.epoch = sample, reader, k, epoch
         self._turn_texts, self._seen, self._done = [], [overview], False
         self._executed_calls = 0
@@ -255,8 +259,8 @@ class VideoToolEnv(gym.Env[dict, str]):
         except ValueError as exc:
             self._readers.pop(sample.video_path, None)
             reader.close()
-            raise VideoDecodeError(sample.video_path, f"its {reader.width}x{reader.height} frames cannot be resized "
-                                                      f"for the model ({exc})") from None  # fmt: skip
+            raise UnusableVideo(sample.video_path, f"{reader.width}x{reader.height} pixels ({exc}; Qwen-VL's processors "
+                                                   "refuse them too): crop or pad the video to a ratio under 200:1") from None  # fmt: skip
         t_dec = time.perf_counter()
         try:
             overview, k = self._episode_class.overview(reader, k, cfg)

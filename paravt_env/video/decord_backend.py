@@ -115,8 +115,9 @@ def verify(path: str, index: FrameIndex, vr, props: dict) -> None:
 class DecordHandle:
     """One decord reader. Not thread-safe: the reader gives each thread its own handle."""
 
-    def __init__(self, path: str, index: FrameIndex) -> None:
-        self.path = path
+    def __init__(self, path: str, index: FrameIndex, name: str | None = None) -> None:
+        self.path = path  # what is opened: the video's path, or a descriptor the reader pinned (/proc/self/fd/N)
+        self.name = name or path  # what errors call it
         self.index = index
         self._vr = _open(path)
         self._lock = threading.Lock()
@@ -129,5 +130,5 @@ class DecordHandle:
             try:
                 batch = self._vr.get_batch([int(i) for i in wanted]).asnumpy()
             except Exception as exc:
-                raise VideoDecodeError(self.path, f"decoding frames failed: {exc}") from exc
+                raise VideoDecodeError(self.name, f"decoding frames failed: {exc}") from exc
         return {int(i): resize_rgb(img, height, width) for i, img in zip(wanted, batch, strict=True)}

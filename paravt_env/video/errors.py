@@ -10,3 +10,13 @@ class VideoDecodeError(RuntimeError):
         super().__init__(f"cannot decode video {path!r}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class UnusableVideo(VideoDecodeError):
+    """A video that decodes but whose frames a Qwen-VL model cannot take (an aspect ratio above 200:1): skipped
+    where undecodable videos are, under its own message."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        RuntimeError.__init__(self, f"video {path!r} decodes, but a Qwen-VL model cannot take its frames: {reason}")
+        self.path = path
+        self.reason = reason

@@ -191,8 +191,10 @@ def rotate(image: np.ndarray, rotation: int) -> np.ndarray:
 class PyAVHandle:
     """One open file. Not thread-safe: the reader gives each thread its own handle."""
 
-    def __init__(self, path: str, index: FrameIndex, rotation: int = 0, stream: int | None = None) -> None:
-        self.path = path
+    def __init__(self, path: str, index: FrameIndex, rotation: int = 0, stream: int | None = None,
+                 name: str | None = None) -> None:  # fmt: skip
+        self.path = path  # what is opened: the video's path, or a descriptor the reader pinned (/proc/self/fd/N)
+        self.name = name or path  # what errors call it
         self.index = index
         self.rotation = rotation
         self.stream_index = stream
@@ -203,7 +205,10 @@ class PyAVHandle:
         self._lock = threading.Lock()
 
     def _open(self) -> None:
-        self.container, self.stream = _open(self.path, self.stream_index)
+        try:
+            self.container, self.stream = _open(self.path, self.stream_index)
+        except VideoDecodeError as exc:
+            raise VideoDecodeError(self.name, exc.reason) from None
         # Slice threads keep latency at one frame (frame threads would delay every seek's first output).
         self.stream.thread_type = "SLICE"
 
@@ -233,7 +238,7 @@ class PyAVHandle:
                         break
                 if group:
                     missing = ", ".join(f"{index.times[i]:.3f}s" for i in group[:3])
-                    raise VideoDecodeError(self.path, f"frames at {missing} could not be decoded")
+                    raise VideoDecodeError(self.name, f"frames at {missing} could not be decoded")
             return out
 
     def _decode_from(
@@ -253,7 +258,7 @@ class PyAVHandle:
             try:
                 container.seek(seek_pts, stream=stream, backward=True, any_frame=False)
             except av.FFmpegError as exc:
-                raise VideoDecodeError(self.path, f"seek failed: {exc}") from exc
+                raise VideoDecodeError(self.name, f"seek failed: {exc}") from exc
         ctx = stream.codec_context
         try:
             for packet in container.demux(stream):
@@ -273,7 +278,7 @@ class PyAVHandle:
         except av.FFmpegError as exc:
             # A damaged tail: keep what was decoded; the caller reports frames still missing.
             if not got_any:
-                raise VideoDecodeError(self.path, str(exc)) from exc
+                raise VideoDecodeError(self.name, str(exc)) from exc
 
     def _skippable(self, packet: av.Packet) -> bool:
         if self._length_size is None:

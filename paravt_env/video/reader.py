@@ -101,10 +101,45 @@ class VideoReader:
         self._idle: list[_Handle] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._fd: int | None = None
+        self._source = self.path  # what new decoder handles open: the path, or the pinned file
 
     def changed(self) -> bool:
         """The file at ``path`` is no longer the one this reader indexed (replaced, rewritten or removed)."""
         return file_identity(self.path) != self.identity
+
+    def pin(self) -> None:
+        """Keep reading the file this reader indexed even if its path is replaced (a new file renamed over it,
+        the old one deleted): decoder handles open it through a descriptor held from now on (Linux's
+        /proc/self/fd), not by path. The env pins the video of the episode it plays, so that a video replaced
+        between reset and step does not fail the episode's crops; the next reset opens the new file. A file
+        rewritten in place (same inode, other bytes) cannot be kept: it is refused, naming it."""
+        if self._fd is not None or not os.path.isdir("/proc/self/fd"):
+            return
+        fd = os.open(self.path, os.O_RDONLY)
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != tuple(self.identity[1:]):
+            os.close(fd)  # already another file at the path: nothing of the indexed one to keep
+            return
+        with self._lock:
+            self._fd, self._source = fd, f"/proc/self/fd/{fd}"
+
+    def unpin(self) -> None:
+        """Stop holding the indexed file open (handles open it by path again)."""
+        with self._lock:
+            fd, self._fd, self._source = self._fd, None, self.path
+        if fd is not None:
+            os.close(fd)
+
+    def _source_changed(self) -> bool:
+        """The file new handles would read is not the indexed one (pinned: that file rewritten in place)."""
+        if self._fd is None:
+            return self.changed()
+        try:
+            st = os.fstat(self._fd)
+        except OSError:
+            return True
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != tuple(self.identity[1:])
 
     # --- properties -------------------------------------------------------------------------------------
     @property
@@ -155,7 +190,7 @@ class VideoReader:
         wanted = np.unique(indices)
         # Frames of another file under this reader's index would be silently wrong (other times, other
         # content): refuse them, naming the file. The env reopens a changed file at the next reset.
-        if self.changed():
+        if self._source_changed():
             raise VideoDecodeError(self.path, "the file changed on disk since it was opened (replaced, rewritten "
                                               "or removed); open it again")  # fmt: skip
         handle = self._borrow()
@@ -177,8 +212,8 @@ class VideoReader:
             if self._idle:
                 return self._idle.pop()
         if self.backend == "pyav":
-            return pyav_backend.PyAVHandle(self.path, self.index, self.rotation, self.stream)
-        return _HANDLES[self.backend](self.path, self.index)
+            return pyav_backend.PyAVHandle(self._source, self.index, self.rotation, self.stream, name=self.path)
+        return _HANDLES[self.backend](self._source, self.index, name=self.path)
 
     def _give_back(self, handle: _Handle) -> None:
         with self._lock:
@@ -201,6 +236,7 @@ class VideoReader:
             idle, self._idle = self._idle, []
         for handle in idle:
             handle.close()
+        self.unpin()
 
     def __enter__(self) -> VideoReader:
         return self

@@ -13,9 +13,9 @@ import pytest
 
 import paravt_env.env as env_module
 from benchmarks.fuzz.env_fuzz import MODES, check_step, fuzz_env, run_fuzz
-from paravt_env import EnvConfig, VideoToolEnv
+from paravt_env import EnvConfig, VideoQASample, VideoToolEnv
 from paravt_env.protocol import count_placeholders
-from paravt_env.video import open_video, sample_window
+from paravt_env.video import VideoDecodeError, open_video, sample_window
 
 IGNORED = "ignored: crops always read the current video"
 
@@ -65,7 +65,9 @@ def test_a_crop_naming_another_file_reads_only_the_current_video(env_samples, mo
     for path in ("/etc/passwd", other.video_path, "/other/video.mp4", "/root/.ssh/id_rsa"):
         assert repr(path[:80]) in obs["text"]
     assert opened == []  # no reader was opened at all: the current one was reused
-    assert set(containers) <= {own.video_path} and set(files) <= {own.video_path}
+    # the episode's file is held open and read through its descriptor (a replaced path cannot redirect the crops)
+    real = {os.path.realpath(p) if p.startswith("/proc/self/fd/") else p for p in containers}
+    assert real <= {os.path.realpath(own.video_path)} and set(files) <= {own.video_path}
     check_step(env, (obs, reward, term, trunc, info))
 
     # The frames are the current video's own frames of the requested windows (not the other video's).
@@ -304,9 +306,10 @@ def test_a_random_sample_whose_overview_fails_to_decode_is_skipped_a_named_one_r
 
 
 def test_a_video_replaced_on_disk_is_reopened_and_never_mixed_into_an_episode(env_samples, tmp_path):
-    """Readers are keyed by the file's identity: a file replaced between episodes is indexed anew (its own
-    duration and frames); replaced mid-episode, the crops of that episode are refused by name, not read
-    from the new file under the old one's index."""
+    """A file replaced between episodes is indexed anew (its own duration and frames); replaced mid-episode (a new
+    file renamed over it), the crops of that episode still read the file the episode started with, the one its
+    overview came from; rewritten in place mid-episode, the crops are refused by name, never read from the new bytes
+    under the old index."""
     import dataclasses
     import shutil
 
@@ -316,6 +319,9 @@ def test_a_video_replaced_on_disk_is_reopened_and_never_mixed_into_an_episode(en
     shutil.copy(a.video_path, path)
     sample = dataclasses.replace(a, video_path=str(path))
     env = VideoToolEnv([sample], EnvConfig(frame_budget=4, crop_max_frames=8))
+    reference = VideoToolEnv([a], EnvConfig(frame_budget=4, crop_max_frames=8))  # the original, never replaced
+    reference.reset(options={"index": 0})
+    want = reference.step(call(start_time=0, end_time=10))[0]["frames"]
     obs, _ = env.reset(options={"index": 0})
     assert f"lasts {a.duration:.1f} seconds" in obs["text"]
     replacement = tmp_path / "new.mp4"
@@ -323,14 +329,19 @@ def test_a_video_replaced_on_disk_is_reopened_and_never_mixed_into_an_episode(en
     os.replace(replacement, path)  # as tools that rewrite files do: a new inode under the old name
     result = env.step(call(start_time=0, end_time=10))
     check_step(env, result)
-    obs, info = result[0], result[4]
-    assert info["tool_calls"]["failed"] == 1 and len(obs["frames"]) == 0
-    assert "changed on disk" in obs["text"]
-    obs, _ = env.reset(options={"index": 0})
+    assert result[4]["tool_calls"]["executed"] == 1 and np.array_equal(result[0]["frames"], want)  # the episode's file
+    obs, _ = env.reset(options={"index": 0})  # the next episode plays the new file
     assert f"lasts {b.duration:.1f} seconds" in obs["text"]
     result = env.step(call(start_time=0, end_time=10))
     assert result[4]["tool_calls"]["executed"] == 1 and len(result[0]["frames"]) > 0
+    with open(path, "r+b") as f:  # rewritten in place: the same inode holds other bytes
+        f.seek(0, os.SEEK_END)
+        f.write(b"\0" * 1024)
+    result = env.step(call(start_time=10, end_time=20))
+    check_step(env, result)
+    assert result[4]["tool_calls"]["failed"] == 1 and "changed on disk" in result[0]["text"]
     env.close()
+    reference.close()
 
 
 @pytest.mark.parametrize("mode", list(MODES))
@@ -387,7 +398,7 @@ def test_a_random_reset_skips_a_video_the_model_cannot_take_a_named_one_raises(e
     thin = make_index_video(tmp_path / "thin.mp4", 10, fps=5, gop=5, size=(16, 4000))  # aspect ratio 250
     bad = dataclasses_replace(env_samples[0], id="thin", video_path=str(thin))
     env = VideoToolEnv([bad, *env_samples[1:3]], EnvConfig(frame_budget=4))
-    with pytest.warns(UserWarning, match=r"skipping sample 'thin'.*4000x16 frames cannot be resized"):
+    with pytest.warns(UserWarning, match=r"skipping sample 'thin'.*a Qwen-VL model cannot take its frames: 4000x16 pixels"):
         for seed in range(40):  # the random start lands on the thin video about a third of the time
             _, info = env.reset(seed=seed)
             assert info["sample_id"] != "thin"
@@ -401,3 +412,25 @@ def dataclasses_replace(sample, **changes):
     import dataclasses
 
     return dataclasses.replace(sample, **changes)
+
+
+def test_a_video_too_wide_for_qwen_vl_is_named_for_its_shape_not_as_undecodable(tmp_path):
+    import av
+
+    path = tmp_path / "wide.mp4"
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=2)
+        stream.width, stream.height, stream.pix_fmt = 4000, 16, "yuv420p"
+        for _ in range(6):
+            for packet in stream.encode(av.VideoFrame.from_ndarray(np.full((16, 4000, 3), 200, np.uint8), format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    sample = VideoQASample(id="wide", video_path=str(path), question="What colour?", answer="grey", question_type="oe")
+    env = VideoToolEnv([sample], EnvConfig(frame_budget=4))
+    with pytest.raises(VideoDecodeError) as caught:  # still skipped where undecodable videos are
+        env.reset(options={"index": 0})
+    message = str(caught.value)
+    assert "decodes, but a Qwen-VL model cannot take its frames: 4000x16 pixels" in message and "250" in message
+    assert "cannot decode" not in message
+    env.close()
