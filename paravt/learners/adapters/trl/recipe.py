@@ -54,11 +54,13 @@ def dataset_rows(n_samples: int, *, epochs: int = 1, prompt_mode: str = "agentic
 class RecipeEnv:
     """The env factory of a recipe's rollouts (``recipe_env``), with the pixel budget of the recipe's policy."""
 
-    def __init__(self, options: dict[str, Any], samples: Any, processor_pixels: tuple[int, int]) -> None:
+    def __init__(self, options: dict[str, Any], samples: Any, processor_pixels: tuple[int, int], max_new_tokens: int) -> None:
         self.options = options
         self.samples = samples
         self.processor_pixels = processor_pixels
         """(min, max) pixels the local trainer's image processor runs at (``cfg.model.processor_pixels``)."""
+        self.max_new_tokens = max_new_tokens
+        """Tokens a turn may take (``rollout.max_new_tokens``)."""
 
     def __call__(self) -> Any:
         from paravt_env import VideoToolEnv
@@ -77,7 +79,7 @@ def recipe_env(cfg: Any, samples: Any) -> RecipeEnv:
         raise ValueError("TRL: sub-agent mode has no TRL form (TRL returns tool results to the same conversation, "
                          "and cannot generate a sub-agent's turns): override env.tool_result=frames")  # fmt: skip
     pixels = cfg.model.processor_pixels(cfg.env.min_pixels, cfg.env.max_pixels)
-    return RecipeEnv(options, samples, (int(pixels[0]), int(pixels[1])))
+    return RecipeEnv(options, samples, (int(pixels[0]), int(pixels[1])), int(cfg.rollout.max_new_tokens))
 
 
 def processor_pixels(model: Any, env: Any, env_config: Any, pixels: tuple[int, int] | None = None) -> tuple[tuple[int, int], str]:
@@ -230,7 +232,7 @@ def load_trl_processor(model: str | Path) -> Any:
 
 def grpo_trainer(model: str | Any, *, env: Callable[[], Any], n_samples: int, processor: Any = None,
                  pixels: tuple[int, int] | None = None, epochs: int = 1, prompt_mode: str | None = None,
-                 max_new_tokens: int = 256, allow_rolled_back_crops: bool = False, **grpo_args: Any):  # fmt: skip
+                 max_new_tokens: int | None = None, allow_rolled_back_crops: bool = False, **grpo_args: Any):  # fmt: skip
     """A ``trl.GRPOTrainer`` whose rollouts are ParaVT episodes, read as the local trainer reads them, and whose
     reward is the env's.
 
@@ -238,8 +240,10 @@ def grpo_trainer(model: str | Any, *, env: Callable[[], Any], n_samples: int, pr
     place (its chat template and pixel budget: the local trainer's); ``pixels``: (min, max) pixels of the image
     processor (default ``processor_pixels``); ``grpo_args``: ``trl.GRPOConfig`` fields (``output_dir``
     required). ``max_tool_calling_iterations`` defaults to the env's ``max_turns - 1`` (the last turn answers).
-    ``max_completion_length`` is checked against ``completion_budget`` (``max_new_tokens``: a turn's length, for
-    that check). ``prompt_mode``: the system prompt's (default: the env's; the rows are checked against it)."""
+    ``max_new_tokens``: the most tokens one turn generates, as the local trainer's ``rollout.max_new_tokens`` (default:
+    the recipe's with ``recipe_env``, else 256; TRL's own cap is the whole ``max_completion_length``), set in
+    ``generation_kwargs`` unless given there; ``max_completion_length`` is checked against ``completion_budget`` of
+    such turns. ``prompt_mode``: the system prompt's (default: the env's; the rows are checked against it)."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
@@ -259,6 +263,11 @@ def grpo_trainer(model: str | Any, *, env: Callable[[], Any], n_samples: int, pr
 
         model = AutoModelForImageTextToText.from_pretrained(model)
     grpo_args.setdefault("max_tool_calling_iterations", env_cfg.max_turns - 1)
+    if max_new_tokens is None:
+        max_new_tokens = int(getattr(env, "max_new_tokens", 256))
+    # TRL generates each turn (the first, and each after a tool response) with one generation config: capped here
+    # as the local trainer caps its turns, else a turn may run to the whole max_completion_length
+    grpo_args["generation_kwargs"] = {"max_new_tokens": max_new_tokens, **(grpo_args.get("generation_kwargs") or {})}
     config = GRPOConfig(**grpo_args)
     budget = completion_budget(env_cfg, processor, max_new_tokens)
     cell = int(processor.image_processor.patch_size) * int(processor.image_processor.merge_size)

@@ -101,7 +101,9 @@ def local_policy(trained_step):
 
 
 def test_trl_loads_the_checkpoints_processor_through_its_own_class(trained_step):
-    trainer, *_ = trained_step
+    trainer, _, _, cfg = trained_step
+    # a turn is capped as the local trainer caps it (TRL's own cap is the whole completion)
+    assert trainer.generation_config.max_new_tokens == cfg.rollout.max_new_tokens == 256
     processor = trainer.processing_class
     # AutoProcessor's Qwen3-VL processor (its video part too: nothing routed around), at the card's budget
     assert type(processor).__module__.startswith("transformers.") and processor.video_processor is not None
