@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -16,15 +17,15 @@ def add_parser(sub, name: str, help_text: str) -> None:
     )
     p.add_argument("--replace", action="store_true",
                    help="--out holds another synthetic dataset: replace it whole (its videos and samples.jsonl go)")
-    p.add_argument("--n", type=int, default=16, help="number of videos (default 16)")
-    p.add_argument("--seed", type=int, default=0, help="master seed: same seed, same bytes (default 0)")
-    p.add_argument("--min-duration", type=float, default=60.0, help="shortest video in seconds (default 60)")
-    p.add_argument("--max-duration", type=float, default=600.0, help="longest video in seconds (default 600)")
-    p.add_argument("--fps", type=int, default=2, help="frames per second (default 2)")
-    p.add_argument("--size", type=int, default=224, help="frame side in pixels, even (default 224)")
-    p.add_argument("--questions-per-video", type=int, default=1, help="questions per video (default 1)")
-    p.add_argument("--crf", type=int, default=None, help="x264 quality, higher = smaller (default 33)")
-    p.add_argument("--workers", type=int, default=1, help="videos encoded in parallel processes (default 1)")
+    p.add_argument("--n", type=counted(1), default=16, help="number of videos (default 16)")
+    p.add_argument("--seed", type=counted(0), default=0, help="master seed, >= 0: same seed, same bytes (default 0)")
+    p.add_argument("--min-duration", type=seconds, default=60.0, help="shortest video in seconds (default 60)")
+    p.add_argument("--max-duration", type=seconds, default=600.0, help="longest video in seconds (default 600)")
+    p.add_argument("--fps", type=counted(1), default=2, help="frames per second (default 2)")
+    p.add_argument("--size", type=counted(32), default=224, help="frame side in pixels, even, >= 32 (default 224)")
+    p.add_argument("--questions-per-video", type=counted(1), default=1, help="questions per video (default 1)")
+    p.add_argument("--crf", type=counted(0, 51), default=None, help="x264 quality 0-51, higher = smaller (default 33)")
+    p.add_argument("--workers", type=counted(1), default=1, help="videos encoded in parallel processes (default 1)")
     p.add_argument("--no-needles", action="store_true",
                    help="render the videos without their needles, questions and answers unchanged (a blind control)")
     p.add_argument("--counterfactual", choices=("colour", "shape"), default=None,
@@ -32,6 +33,32 @@ def add_parser(sub, name: str, help_text: str) -> None:
                         "the changed video, so an open-ended colour question reads the same and its answer changes")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
+
+
+def counted(low: int, high: int | None = None):
+    """An argparse type: an integer in [low, high]; anything else is refused by argparse, naming the flag."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"must be {'in [' + str(low) + ', ' + str(high) + ']' if high is not None else '>= ' + str(low)}, got {value}")
+        return value
+
+    return parse
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0 (``inf`` and ``nan`` parse as floats and are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

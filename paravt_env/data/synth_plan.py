@@ -36,6 +36,10 @@ GENERATOR_VERSION = 2
 """Bump when the pixels or questions a config produces change: it is part of every video's file name."""
 
 
+MAX_DURATION_S = 86400.0
+"""The longest synthetic video: a day (a duration beyond any video the plan can place events in and encode)."""
+
+
 @dataclass
 class SynthConfig:
     """Settings of a synthetic dataset. The same settings and seed give identical samples and video bytes."""
@@ -94,6 +98,11 @@ class SynthConfig:
         self.question_kinds = tuple(self.question_kinds)
         if self.n < 0:
             raise ValueError(f"SynthConfig.n must be >= 0, got {self.n}")
+        if not (math.isfinite(self.min_duration) and math.isfinite(self.max_duration)) or self.max_duration > MAX_DURATION_S:
+            raise ValueError(f"SynthConfig durations must be finite seconds up to {MAX_DURATION_S:g} (a day), got "
+                             f"min_duration={self.min_duration}, max_duration={self.max_duration}")  # fmt: skip
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0:
+            raise ValueError(f"SynthConfig.seed must be a non-negative integer, got {self.seed!r}")
         if not 0 < self.min_duration <= self.max_duration:
             raise ValueError(
                 "SynthConfig needs 0 < min_duration <= max_duration, "

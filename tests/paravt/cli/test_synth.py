@@ -4,6 +4,8 @@ files synth did not write is never emptied."""
 
 import json
 
+import pytest
+
 from paravt.cli import main
 from paravt_env import load_samples
 
@@ -64,3 +66,26 @@ def test_a_directory_with_other_files_is_never_emptied(tmp_path, capsys):
     (tmp_path / "afile").write_text("")
     assert _synth(tmp_path / "afile", 0) == 1
     assert "afile is a file, not a directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("flag", "value", "words"), [
+    ("--max-duration", "inf", "argument --max-duration: must be a finite number of seconds > 0, got inf"),
+    ("--min-duration", "nan", "argument --min-duration: must be a finite number of seconds > 0, got nan"),
+    ("--seed", "-1", "argument --seed: must be >= 0, got -1"),
+    ("--n", "0", "argument --n: must be >= 1, got 0"),
+    ("--crf", "52", "argument --crf: must be in [0, 51], got 52"),
+    ("--workers", "two", "argument --workers: 'two' is not an integer"),
+    ("--size", "16", "argument --size: must be >= 32, got 16"),
+])  # fmt: skip
+def test_every_numeric_flag_is_checked_and_named(tmp_path, capsys, flag, value, words):
+    with pytest.raises(SystemExit) as exit_:
+        main(["synth", "--out", str(tmp_path / "s"), flag, value])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+    assert not (tmp_path / "s").exists()  # refused before anything was written
+
+
+def test_a_duration_beyond_a_day_is_refused_by_the_config(tmp_path, capsys):
+    assert main(["synth", "--out", str(tmp_path / "s"), "--n", "1", "--min-duration", "30", "--max-duration", "1e9"]) == 1
+    assert "durations must be finite seconds up to 86400" in capsys.readouterr().err
