@@ -223,6 +223,6 @@ def test_every_generated_table_is_what_its_committed_results_give():
             assert table == render(module, function, source), f"{path.name}: stale table from {source}; run scripts/docs_tables.py"
             found.setdefault(function, set()).add(path.name)
     assert {"README.md", "training.md"} <= found.get("to_markdown", set()), "the main job's table"
-    assert "training.md" in found.get("comparison_table", set()), "the perception probe's table"
+    assert "results.md" in found.get("comparison_table", set()), "the perception probe's table (with the recipes' history)"
     main_job = json.loads((REPO / "docs/results/tiny_cpu/main_job.json").read_text())
     assert len(main_job["seeds"]) >= 3, "the headline is a mean over at least 3 seeds"
