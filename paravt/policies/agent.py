@@ -3,16 +3,14 @@ baselines), ``PolicySubAgent`` answers the env's sub-agent requests with the sam
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from paravt.policies.base import Conversation, Policy
+from paravt.policies.chat import strip_reasoning
 from paravt_env.messages import Message, observation_messages
 from paravt_env.protocol.release import MAX_TOOL_RESPONSE_TOKENS
 from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT, SubAgentRequest
-
-_THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 
 
 def cut_summary(text: str, tokenizer: Any) -> str:
@@ -75,7 +73,7 @@ class PolicySubAgent:
 
     def _summary(self, request: SubAgentRequest, text: str) -> str:
         if not request.release_style:
-            return _THINK_RE.sub("", text).strip() or text.strip()
+            return strip_reasoning(text)
         # The release keeps the whole reply, cut at 512 tokens (a policy without a tokenizer: as it came).
         tokenizer = getattr(self.policy, "tokenizer", None)
         return text if tokenizer is None else cut_summary(text, tokenizer)

@@ -26,12 +26,12 @@ import torch
 from transformers import LogitsProcessorList
 
 from paravt.policies.base import Conversation, Generation
+from paravt.policies.chat import continuation_text, render_chat
 from paravt.policies.encoded import Encoded, PackedFrames, length_buckets
 from paravt.policies.logprobs import SampledLogprobs, target_logprobs
 from paravt.policies.vision_inputs import (
     IMAGE_PAD,
     expand_image_tokens,
-    inline_images,
     load_tokenizer_and_image_processor,
     process_images,
 )
@@ -153,8 +153,7 @@ class HFPolicy:
         if any(m.video_url for m in messages):
             raise ValueError("a video_url message needs a server that samples videos itself (openai:URL to vLLM); "
                              "local checkpoints take frames: use --video-channel image_url")  # fmt: skip
-        chat = [{"role": m.role, "content": m.parts()} for m in messages]
-        return self.tokenizer.apply_chat_template(chat, add_generation_prompt=add_generation_prompt, tokenize=False)
+        return render_chat(self.tokenizer, messages, add_generation_prompt)
 
     def _encode_text(self, text: str, images: Sequence[np.ndarray]) -> Encoded:
         if not images:
@@ -188,12 +187,9 @@ class HFPolicy:
     def encode_continuation(self, history: Sequence[Message], new: Sequence[Message]) -> Encoded:
         """The tokens that follow ``history`` (ending with the assistant's last turn) when ``new`` messages
         are added and the assistant is prompted again: the chat template's text of the extension only."""
-        before = self.render(history, add_generation_prompt=False)
-        after = self.render([*history, *new], add_generation_prompt=True)
-        if not after.startswith(before):  # a template that rewrites earlier turns: fall back to ChatML
-            after = before + "".join(f"<|im_start|>{m.role}\n" + inline_images(m.text) + "<|im_end|>\n" for m in new)
-            after += "<|im_start|>assistant\n"
-        delta = after[len(before) :]
+        if any(m.video_url for m in [*history, *new]):
+            self.render([*history, *new], add_generation_prompt=True)  # refused, as render refuses it
+        delta = continuation_text(self.tokenizer, history, new)
         if self.think_prefix:
             delta += THINK_PREFIX
         return self._encode_text(delta, [im for m in new for im in m.images])

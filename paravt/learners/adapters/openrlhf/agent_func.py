@@ -16,7 +16,7 @@ sub-agent generations, so this executor drives ``VideoToolEnv`` itself:
 5. tool responses (text and frames) come back as loss-masked user turns; the episode's scalar reward is
    the env's ``compute_reward`` (``RewardConfig.paravt()`` by default: sequence-granularity anchoring);
 6. the env's messages (``info["messages"]``, ``paravt_env.messages``) are rendered through the checkpoint's chat
-   template as the local trainer renders them (``render.py``; under the release protocols: the parquet's own
+   template as the local trainer renders them (``paravt.policies.chat``; under the release protocols: the parquet's own
    prompt, one user message per crop); the sub-agent is prompted as the local trainer's ``PolicySubAgent``
    prompts it (the release's: no system prompt, the window only, its reply cut at 512 tokens);
 7. with ``response_prefix`` set (PARA-GRPO: ``<think>\n``) every assistant turn opens with it: prompt tokens,
@@ -39,7 +39,6 @@ reward hook, and adding one means subclassing its experience maker across versio
 from __future__ import annotations
 
 import asyncio
-import re
 from copy import deepcopy
 
 from openrlhf.utils.agent import AgentExecutorBase
@@ -47,13 +46,14 @@ from openrlhf.utils.vlm_utils import accumulate_mm_inputs, process_prompt_with_i
 
 from paravt.learners.adapters.openrlhf.label import check_files, parse_label
 from paravt.learners.adapters.openrlhf.pixels import fit_frames
-from paravt.learners.adapters.openrlhf.render import continuation, render
 from paravt.policies.agent import cut_summary
+from paravt.policies.chat import continuation_text as continuation
+from paravt.policies.chat import render_chat as render
+from paravt.policies.chat import strip_reasoning
 from paravt_env import EnvConfig, VideoToolEnv
 from paravt_env.messages import Message, observation_messages
 from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT
 
-_THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.DOTALL)
 """A sub-agent's reasoning, left out of its summary (as ``paravt.policies.agent.PolicySubAgent`` leaves it out)."""
 
 
@@ -96,7 +96,7 @@ class AgentExecutor(AgentExecutorBase):
             reply = asyncio.run_coroutine_threadsafe(coro, loop).result().text
             if release:
                 return cut_summary(reply, getattr(hf_tokenizer, "tokenizer", hf_tokenizer))
-            return _THINK_RE.sub("", reply).strip() or reply.strip()
+            return strip_reasoning(reply)
 
         cfg = EnvConfig.from_kwargs(**{**options, **({"subagent": subagent} if options.get("tool_result") == "subagent" else {})})
         env = VideoToolEnv([sample], cfg)
