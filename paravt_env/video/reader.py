@@ -114,9 +114,12 @@ class VideoReader:
         /proc/self/fd), not by path. The env pins the video of the episode it plays, so that a video replaced
         between reset and step does not fail the episode's crops; the next reset opens the new file. A file
         rewritten in place (same inode, other bytes) cannot be kept: it is refused, naming it."""
-        if self._fd is not None or not os.path.isdir("/proc/self/fd"):
+        if self._fd is not None or not os.path.isdir("/proc/self/fd") or self.identity is None:
             return
-        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:  # gone already: nothing to hold; a decode then refuses the changed file by name
+            return
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != tuple(self.identity[1:]):
             os.close(fd)  # already another file at the path: nothing of the indexed one to keep
