@@ -263,7 +263,7 @@ class Trainer:
         self.policy.model.train()
         self.optimizer.zero_grad()
         stats: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}
-        for bucket in length_buckets([len(u.trajectory.input_ids) for u in units], max_rows=step, max_tokens=cap):
+        for bucket in length_buckets([len(u.trajectory.encoded.input_ids) for u in units], max_rows=step, max_tokens=cap):
             chunk = [units[i] for i in bucket]
             encoded = [u.trajectory.encoded for u in chunk]
             logps = self.policy.batch_logprobs(encoded, micro_batch=step, max_tokens=cap)
@@ -290,7 +290,7 @@ class Trainer:
         if apply:
             self._apply_gradients()
         means = {k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()}
-        return {**means, "train_tokens": sum(len(u.trajectory.input_ids) for u in units)}
+        return {**means, "train_tokens": sum(len(u.trajectory.encoded.input_ids) for u in units)}
 
     def _apply_gradients(self) -> None:
         torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.cfg.optim.grad_clip)
