@@ -150,6 +150,8 @@ def describe_plan(cfg: TrainConfig, out: str | Path, *, recipe: str, steps: int 
 
 def _run_words(out: Path, state: RunState, resume: bool, target: int) -> str:
     """What the output directory holds and what this command does with it."""
+    if out.exists() and not out.is_dir():
+        return "a file, not a directory: a real run would stop there"
     if state.step is not None:
         where = f"a run at step {state.step}"
         if not resume:
