@@ -65,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
     from paravt_env.data.synth_plan import SynthConfig
     from paravt_env.data.synthetic import claim_directory, generate_dataset, missing_videos
 
-    if args.n < 1:
-        raise ValueError(f"--n must be at least 1 (videos to write), got {args.n}")
     extra = {} if args.crf is None else {"crf": args.crf}
     config = SynthConfig(
         n=args.n,
