@@ -101,20 +101,18 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
-@pytest.mark.parametrize("when", ["while the workers run", "right after they start"])
-def test_workers_stop_and_save_when_their_parent_is_killed(tmp_path, helpers, when):
-    """kill -9 of the parent: no orphan trains on unseen; each worker saves (as on Ctrl-C) and exits."""
+def _kill_parent_once_started(tmp_path, job: str, keys: str, wanted: str, env=None) -> None:
+    """Run ``run_jobs`` over ``job`` (a ``jobs_helpers`` function) for ``keys`` in a parent process, kill -9 it once
+    the workers named in ``wanted`` have started, and wait (30 s at most) for every worker to be gone."""
     parent = textwrap.dedent(f"""
         import sys
         sys.path[:0] = {sys.path!r}
-        from jobs_helpers import wait_for_interrupt
+        from jobs_helpers import {job}
         from paravt.experiments.repro.jobs import run_jobs
-        run_jobs([(k, wait_for_interrupt, ({str(tmp_path)!r}, k)) for k in ("a", "b")], 2, threads=1)
+        run_jobs([(k, {job}, ({str(tmp_path)!r}, k)) for k in {keys!r}], {len(keys)}, threads=1)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", parent], start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-c", parent], start_new_session=True, env=env)
     deadline = time.time() + 60
-    wanted = "ab" if when.startswith("while") else "a"
     while not all((tmp_path / f"{k}.started").exists() for k in wanted):
         assert time.time() < deadline and proc.poll() is None, "workers did not start"
         time.sleep(0.01 if wanted == "a" else 0.05)
@@ -125,6 +123,13 @@ def test_workers_stop_and_save_when_their_parent_is_killed(tmp_path, helpers, wh
     while any(_pid_alive(p) for p in pids):
         assert time.time() < deadline, f"workers {pids} outlived their killed parent"
         time.sleep(0.05)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.parametrize("when", ["while the workers run", "right after they start"])
+def test_workers_stop_and_save_when_their_parent_is_killed(tmp_path, helpers, when):
+    """kill -9 of the parent: no orphan trains on unseen; each worker saves (as on Ctrl-C) and exits."""
+    _kill_parent_once_started(tmp_path, "wait_for_interrupt", "ab", "ab" if when.startswith("while") else "a")
     started = [k for k in "ab" if (tmp_path / f"{k}.started").exists()]
     assert started and all((tmp_path / f"{k}.saved").read_text() == "1" for k in started)
 
@@ -133,24 +138,5 @@ def test_workers_stop_and_save_when_their_parent_is_killed(tmp_path, helpers, wh
 def test_a_worker_that_loses_its_interrupt_still_ends_after_its_parent_dies(tmp_path, helpers):
     """The kernel's SIGTERM reaches the worker, which drops it (a lost KeyboardInterrupt): the parent watcher ends
     it ``PARAVT_ORPHAN_GRACE_S`` after the parent's death instead of leaving an orphan."""
-    parent = textwrap.dedent(f"""
-        import sys
-        sys.path[:0] = {sys.path!r}
-        from jobs_helpers import lose_interrupts
-        from paravt.experiments.repro.jobs import run_jobs
-        run_jobs([("a", lose_interrupts, ({str(tmp_path)!r}, "a"))], 1, threads=1)
-    """)
-    env = {**os.environ, "PARAVT_ORPHAN_GRACE_S": "2"}
-    proc = subprocess.Popen([sys.executable, "-c", parent], start_new_session=True, env=env)
-    deadline = time.time() + 60
-    while not (tmp_path / "a.started").exists():
-        assert time.time() < deadline and proc.poll() is None, "the worker did not start"
-        time.sleep(0.05)
-    pids = _children(proc.pid)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    deadline = time.time() + 30
-    while any(_pid_alive(p) for p in pids):
-        assert time.time() < deadline, f"worker {pids} outlived its killed parent"
-        time.sleep(0.05)
+    _kill_parent_once_started(tmp_path, "lose_interrupts", "a", "a", env={**os.environ, "PARAVT_ORPHAN_GRACE_S": "2"})
     assert (tmp_path / "a.interrupted").read_text() == "1"  # it was asked first, and dropped it
