@@ -1,7 +1,7 @@
 """Each engine's adapter tests in that engine's own environment, under the engine's own pins (and OpenEnv's own
 client against ``paravt serve-env``).
 
-    python -m nox -s engines            # all three, one virtualenv each (~14 min on 2 cores, first run)
+    python -m nox -s engines            # all three, one virtualenv each (~20 min on 2 cores, first run)
     python -m nox -s "engine(name='verl')"   # one of them; -R reuses an existing virtualenv
 
 An engine's virtualenv holds what the engine's users get: the engine with its own dependencies as its package
