@@ -9,6 +9,8 @@ import json
 import shutil
 from pathlib import Path
 
+from paravt_env.storage import read_json
+
 HELDOUT_SPLIT = "heldout"
 """``RUN/heldout``: the run's held-out videos (written by the trainer before it trains)."""
 COUNTERFACTUAL_SPLIT = "heldout_counterfactual"
@@ -35,8 +37,8 @@ def _evaluated_identity(marker: Path) -> str | None:
     """The identity ``marker`` records, None where it is missing or damaged (then the evaluation is redone: its rows
     cannot be tied to the checkpoint)."""
     try:
-        identity = json.loads(marker.read_text(encoding="utf-8")).get("identity")
-    except (OSError, ValueError, AttributeError):
+        identity = read_json(marker).get("identity")
+    except (OSError, ValueError):  # missing, or damaged (storage.DamagedFile)
         return None
     return identity if isinstance(identity, str) else None
 

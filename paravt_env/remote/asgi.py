@@ -141,15 +141,18 @@ def _send_within(send: Any, timeout_s: float) -> Any:
     past the timeout, and, after each send, what is still queued: if the client has not taken it by then, the
     connection is aborted, which frees what was queued for it (``_WriteTimedOut`` ends a request still running)."""
     transport = getattr(getattr(send, "__self__", None), "transport", None)  # uvicorn's protocol object holds it
+    watcher: asyncio.Task | None = None  # one per connection: the oldest queued bytes set the deadline
 
     async def bounded(message: dict) -> None:
+        nonlocal watcher
         try:
             await asyncio.wait_for(send(message), timeout_s)
         except asyncio.TimeoutError:
             _abort(transport)
             raise _WriteTimedOut(f"the client did not read its reply within {timeout_s:g} s: connection dropped") from None
-        if transport is not None and transport.get_write_buffer_size() > 0:
-            _watch(asyncio.create_task(_drop_unread(transport, timeout_s)))
+        if transport is not None and transport.get_write_buffer_size() > 0 and (watcher is None or watcher.done()):
+            watcher = asyncio.create_task(_drop_unread(transport, timeout_s))
+            _watch(watcher)
 
     return bounded
 

@@ -41,14 +41,19 @@ _INDEX_CACHE_SIZE = 256
 _INDEX_LOCK = threading.Lock()
 
 
+def _stat_key(st: os.stat_result) -> tuple:
+    """Device and inode (a file replaced by rename), size and modification time (one overwritten in place)."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def file_identity(path: str) -> tuple:
-    """What tells one file from another at ``path``: the resolved path, device and inode (a file replaced by
-    rename), size and modification time (one overwritten in place). None where the file is gone."""
+    """What tells one file from another at ``path``: the resolved path, then ``_stat_key``. None where the file is
+    gone."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (os.path.realpath(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (os.path.realpath(path), *_stat_key(st))
 
 
 def _indexed(path: str, backend: str, identity: tuple, stream: int | None) -> tuple[FrameIndex, dict]:
@@ -120,8 +125,7 @@ class VideoReader:
             fd = os.open(self.path, os.O_RDONLY)
         except OSError:  # gone already: nothing to hold; a decode then refuses the changed file by name
             return
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != tuple(self.identity[1:]):
+        if _stat_key(os.fstat(fd)) != self.identity[1:]:
             os.close(fd)  # already another file at the path: nothing of the indexed one to keep
             return
         with self._lock:
@@ -139,10 +143,9 @@ class VideoReader:
         if self._fd is None:
             return self.changed()
         try:
-            st = os.fstat(self._fd)
+            return _stat_key(os.fstat(self._fd)) != self.identity[1:]
         except OSError:
             return True
-        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != tuple(self.identity[1:])
 
     # --- properties -------------------------------------------------------------------------------------
     @property

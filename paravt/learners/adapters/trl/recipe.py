@@ -72,14 +72,14 @@ def recipe_env(cfg: Any, samples: Any) -> RecipeEnv:
     """A factory of the env a recipe's rollouts play (``recipe_env.env_options``: the local trainer's env), for
     ``grpo_trainer(env=...)``, carrying the recipe's processor pixel budget; ``samples``: a list or anything
     ``VideoToolEnv`` loads."""
-    from paravt.learners.adapters.recipe_env import env_options
+    from paravt.learners.adapters.recipe_env import env_options, processor_pixels
 
     options = env_options(cfg, "trl")
     if options["tool_result"] == "subagent":
         raise ValueError("TRL: sub-agent mode has no TRL form (TRL returns tool results to the same conversation, "
                          "and cannot generate a sub-agent's turns): override env.tool_result=frames")  # fmt: skip
-    pixels = cfg.model.processor_pixels(cfg.env.min_pixels, cfg.env.max_pixels)
-    return RecipeEnv(options, samples, (int(pixels[0]), int(pixels[1])), int(cfg.rollout.max_new_tokens))
+    pixels = processor_pixels(cfg)  # the local trainer's budget, as every engine's adapter reads it
+    return RecipeEnv(options, samples, (pixels["min_pixels"], pixels["max_pixels"]), int(cfg.rollout.max_new_tokens))
 
 
 def processor_pixels(model: Any, env: Any, env_config: Any, pixels: tuple[int, int] | None = None) -> tuple[tuple[int, int], str]:

@@ -41,10 +41,11 @@ class ScriptedServer:
         from verl.workers.rollout.replica import TokenOutput
 
         ids = list(prompt_ids)
+        turn = self._turn(ids)
         with self._lock:
-            self.turns.append(self._turn(ids))
+            self.turns.append(turn)
         tok = self.policy.tokenizer
-        out = tok.encode(SCRIPT[min(self._turn(ids), len(SCRIPT) - 1)], add_special_tokens=False) + [self.policy.end_of_turn_id]
+        out = tok.encode(SCRIPT[min(turn, len(SCRIPT) - 1)], add_special_tokens=False) + [self.policy.end_of_turn_id]
         out = out[: sampling_params.get("max_tokens") or len(out)]
         # a server re-processes the images at the pixel budget it is sent (vLLM's mm_processor_kwargs): the features
         # must equal the pads already in the prompt, or the forward refuses them
