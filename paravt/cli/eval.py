@@ -86,7 +86,9 @@ def add_eval_options(p: argparse.ArgumentParser, *, single: bool) -> None:
     )
     p.add_argument("--tool-result", choices=("frames", "subagent"), default=None)
     p.add_argument("--limit", type=int, default=None, help="only the first N samples")
-    p.add_argument("--concurrency", type=int, default=1, help="episodes in flight (default 1)")
+    p.add_argument("--concurrency", type=int, default=None,
+                   help="episodes in flight (default: 16 for a greedy hf: model, their turns generated as one batch; "
+                        "else 1)")
     p.add_argument(
         "--max-new-tokens", type=int, default=None,
         help="model policies: tokens per turn (default: a checkpoint's card, the cap it was trained under; else 2048)",
@@ -157,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
                                            protocol=args.protocol, temperature=args.temperature)  # fmt: skip
     sampled = args.temperature > 0
     todo = pending_samples(args.out, samples)
-    if sampled and args.concurrency > 1 and args.policy.startswith("hf:"):
+    if sampled and (args.concurrency or 1) > 1 and args.policy.startswith("hf:"):
         raise ValueError("--temperature with --concurrency > 1: episodes in flight at once would share torch's random "
                          "generator, so the run could not be reproduced or resumed; use --concurrency 1")  # fmt: skip
     summary = evaluate(

@@ -58,6 +58,11 @@ RECORDED = ("dispatch", "frame_budget", "max_turns", "max_parallel", "prompt_mod
 the same)."""
 
 
+BATCHED_EPISODES = 16
+"""Episodes a greedy evaluation of a model in process plays at once, their turns generated as one batch:
+measured on the main job's held-out set (benchmarks/perf/test_bench_eval.py)."""
+
+
 def eval_settings(config: EnvConfig) -> dict[str, Any]:
     return {k: getattr(config, k) for k in RECORDED}
 
@@ -168,7 +173,7 @@ def evaluate(
     out: str | Path,
     options: EnvConfig | None = None,
     *,
-    concurrency: int = 1,
+    concurrency: int | None = None,
     progress: bool = True,
     run_config: dict[str, Any] | None = None,
     subagent: Any = None,
@@ -176,7 +181,8 @@ def evaluate(
 ) -> dict[str, Any]:
     """Run every sample not yet in ``out/results.jsonl``; write the summary, report and chart; return the summary.
     ``subagent`` answers the crops of a sub-agent mode (``options.tool_result="subagent"``). ``seed``: each
-    episode's sampling is seeded from it and the sample's id (``seed_episode``; sampled policies)."""
+    episode's sampling is seeded from it and the sample's id (``seed_episode``; sampled policies).
+    ``concurrency``: episodes in flight (default ``default_concurrency``)."""
     options = options or EnvConfig()
     if subagent is not None:
         options = replace(options, subagent=subagent)
@@ -189,7 +195,15 @@ def evaluate(
                          run_config=run_config, seed=seed)  # fmt: skip
 
 
-def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency: int, progress: bool,
+def default_concurrency(agent: Any, seed: int | None) -> int:
+    """Episodes in flight when not asked: ``BATCHED_EPISODES`` for a greedy model in this process (their turns are
+    generated together: ``paravt.policies.gather``), else 1 (a sampled evaluation draws each episode from its own
+    seed, which episodes sharing torch's generator at once would not)."""
+    policy = getattr(agent, "policy", None)
+    return BATCHED_EPISODES if seed is None and getattr(policy, "gather", None) is not None else 1
+
+
+def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency: int | None, progress: bool,
               run_config: dict[str, Any] | None, seed: int | None = None) -> dict[str, Any]:  # fmt: skip
     check_config(out, {**(run_config or {}), **eval_settings(config)})
     release = episode_of(config).release
@@ -203,6 +217,8 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
     envs_lock = threading.Lock()
     write_failed = threading.Event()  # a full disk: no later episode could be kept, so none is run
     settings: dict[str, Any] = {}  # the policy's sampling settings, read off the first agent (fingerprint)
+    if concurrency is None:
+        concurrency = default_concurrency(make_agent(), seed) if todo else 1
 
     def env_for_thread() -> VideoToolEnv:
         if getattr(local, "env", None) is None:
@@ -221,7 +237,13 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
                 settings.update(policy_settings(agent))
             if seed is not None:
                 seed_episode(sample.id, seed)
-            ep = play_episode(env_for_thread(), agent, options={"sample": sample})
+            gather = getattr(getattr(agent, "policy", None), "gather", None)
+            with gather.episode() if gather is not None else contextlib.nullcontext():
+                try:
+                    ep = play_episode(env_for_thread(), agent, options={"sample": sample})
+                finally:
+                    if hasattr(agent, "end"):  # the policy's cache of this episode is dropped
+                        agent.end()
             if release:  # the release's scoring of its final response
                 score, prediction, answer, correct, extra = release_result(sample, ep.final_info)
             else:

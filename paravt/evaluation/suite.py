@@ -76,7 +76,7 @@ def column_samples(root: Path, column: Column, limit: int | None) -> list:
 
 
 def run_suite(root: str | Path, make_agent, out: str | Path, options: EnvConfig, *, grounding_prompt_mode: str,
-              grounding_video_channel: str = "image_url", columns: tuple[str, ...] = COLUMN_KEYS, limit: int | None = None, concurrency: int = 1,
+              grounding_video_channel: str = "image_url", columns: tuple[str, ...] = COLUMN_KEYS, limit: int | None = None, concurrency: int | None = None,
               progress: bool = True, run_config: dict[str, Any] | None = None, subagent: Any = None,
               paper_rows: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:  # fmt: skip
     """Evaluate every column found under ``root``; return (and write) the table."""

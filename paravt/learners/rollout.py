@@ -41,6 +41,8 @@ def run_batch(
     instead of P. The trajectories come back in env order."""
     if len(options) != len(envs):
         raise ValueError(f"run_batch: {len(envs)} envs but {len(options)} options")
+    policy.new_step()  # nothing cached by an earlier step is read (bit-exact resume)
+    keys = [("rollout", k) for k in range(len(envs))]  # each episode's cache, kept across its turns
     builders: list[TrajectoryBuilder] = []
     infos = []
     starts = []  # per env: start time, overview timestamps, system prompt hash (the episode records)
@@ -64,7 +66,7 @@ def run_batch(
     counts = [[0, 0] for _ in envs]  # turns, executed tool calls
     while not all(done):
         live = [i for i in range(len(envs)) if not done[i]]
-        gens = policy.generate_encoded([builders[i].encoded for i in live])
+        gens = policy.generate_encoded([builders[i].encoded for i in live], sessions=[keys[i] for i in live])
         for i, gen in zip(live, gens, strict=True):
             builders[i].add_turn(gen)
             obs, reward, term, trunc, info = envs[i].step(gen.text)
@@ -73,6 +75,7 @@ def run_batch(
             counts[i][1] += info["tool_calls"]["executed"]
             if term or trunc:
                 done[i] = True
+                policy.end_sessions([keys[i]])
                 results[i] = {"reward": reward, "breakdown": info["reward_breakdown"], "truncated": trunc,
                               "prediction": info.get("prediction", ""), "wall_s": time.perf_counter() - starts[i][0]}
             else:

@@ -35,9 +35,18 @@ class PolicyAgent:
         self.generations: list = []
 
     def reset(self, obs: dict[str, Any], info: dict[str, Any], sample: Any = None) -> None:
+        self.end()
         self.conversation = observation_messages(obs, info)
         self.generations = []
         self._first = True
+        self._session = object()  # this episode's key to the policy's cache (a policy that keeps one)
+
+    def end(self) -> None:
+        """The episode is over: a policy that keeps the conversation's cache may drop it."""
+        session = getattr(self, "_session", None)
+        if session is not None and hasattr(self.policy, "end_sessions"):
+            self.policy.end_sessions([session])
+        self._session = None
 
     def act(self, obs: dict[str, Any], info: dict[str, Any] | None = None) -> str:
         info = info or {}
@@ -45,7 +54,9 @@ class PolicyAgent:
             self.conversation += observation_messages(obs, info)
         self._first = False
         cap = info.get("max_new_tokens")
-        kwargs = {"max_new_tokens": int(cap)} if cap else {}
+        kwargs: dict[str, Any] = {"max_new_tokens": int(cap)} if cap else {}
+        if hasattr(self.policy, "end_sessions"):  # each turn extends the cache of the turns before
+            kwargs["sessions"] = [self._session]
         [gen] = self.policy.generate([self.conversation], **kwargs)
         self.generations.append(gen)
         self.conversation.append(Message("assistant", gen.text))

@@ -28,6 +28,8 @@ from transformers import LogitsProcessorList
 from paravt.policies.base import Conversation, Generation
 from paravt.policies.chat import continuation_text, render_chat
 from paravt.policies.encoded import Encoded, PackedFrames, length_buckets
+from paravt.policies.gather import Turn, TurnGather
+from paravt.policies.kv_engine import CachedGenerator
 from paravt.policies.logprobs import SampledLogprobs, target_logprobs
 from paravt.policies.vision_inputs import (
     IMAGE_PAD,
@@ -37,6 +39,13 @@ from paravt.policies.vision_inputs import (
 )
 from paravt_env.messages import Message
 from paravt_env.protocol import THINK_PREFIX
+
+
+ENGINES = ("cached", "generate")
+"""How ``HFPolicy`` generates: ``cached``, the rollout engine of ``paravt.policies.kv_engine`` (an episode's cache
+kept across turns, prefill without padding, one vision pass per distinct image); ``generate``, transformers'
+``model.generate`` on left-padded batches, re-reading every conversation whole (the path before issue 57, kept
+as the reference the engine is tested and benchmarked against)."""
 
 
 def _rgb_arrays(images: Sequence[Any]) -> list[np.ndarray]:
@@ -88,9 +97,13 @@ class HFPolicy:
         min_pixels: int | None = None,
         max_pixels: int | None = None,
         batch_tokens: int | None = None,
+        engine: str = "cached",
     ) -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         self.model = model
         self.batch_tokens = batch_tokens  # padded prompt tokens per generation batch (None: one batch)
+        self.engine = engine
         self.tokenizer = tokenizer
         self.image_processor = image_processor
         self.max_new_tokens = int(max_new_tokens)
@@ -124,6 +137,8 @@ class HFPolicy:
         # always (``tiny_model.published_config``): never sampled either.
         vocab = getattr(model.config.get_text_config(), "vocab_size", None) or 0
         self.suppress_ids += list(range(len(tokenizer), vocab))
+        self.cached = CachedGenerator(self)
+        self.gather = TurnGather(self._run_turns)
 
     @classmethod
     def from_pretrained(
@@ -201,40 +216,91 @@ class HFPolicy:
     # --- generation -----------------------------------------------------------------------------------------
     def generate_encoded(
         self, prompts: Sequence[Encoded], *, temperature: float | None = None, max_new_tokens: int | None = None,
-        think_prefix: bool | None = None,
+        think_prefix: bool | None = None, sessions: Sequence[Any] | None = None,
     ) -> list[Generation]:
-        """Sample one continuation per prompt, in left-padded batches of similar length under ``batch_tokens``
-        (per-call overrides for servers; ``think_prefix``: whether the prompts end with the forced prefix, which
-        the returned text then starts with; default the policy's); the results come back in prompt order."""
+        """Sample one continuation per prompt, rows of similar length batched under ``batch_tokens`` (per-call
+        overrides for servers; ``think_prefix``: whether the prompts end with the forced prefix, which the returned
+        text then starts with; default the policy's); the results come back in prompt order. ``sessions``: a key
+        per prompt (None: none) naming the episode it continues, whose cache the engine keeps between turns
+        (``end_sessions`` when the episode ends); the ``generate`` engine ignores them. Called from several
+        episodes in flight (``with policy.gather.episode():``, ``paravt eval``), their turns run as one batch."""
         if not prompts:
             return []
-        with self._lock, torch.no_grad():
-            saved = self.temperature, self.max_new_tokens
-            if temperature is not None:
-                self.temperature = float(temperature)
-            if max_new_tokens is not None:
-                self.max_new_tokens = int(max_new_tokens)
-            try:
-                out: list[Generation | None] = [None] * len(prompts)
-                prefixed = self.think_prefix if think_prefix is None else think_prefix
-                for bucket in length_buckets([len(p.input_ids) for p in prompts], max_tokens=self.batch_tokens):
-                    for i, gen in zip(bucket, self._generate([prompts[i] for i in bucket], prefixed), strict=True):
-                        out[i] = gen
-                return out  # type: ignore[return-value]
-            finally:
-                self.temperature, self.max_new_tokens = saved
+        keys = list(sessions) if sessions is not None else [None] * len(prompts)
+        if len(keys) != len(prompts):
+            raise ValueError(f"generate_encoded: {len(prompts)} prompts but {len(keys)} session keys")
+        settings = {"temperature": self.temperature if temperature is None else float(temperature),
+                    "max_new_tokens": self.max_new_tokens if max_new_tokens is None else int(max_new_tokens),
+                    "think_prefix": self.think_prefix if think_prefix is None else bool(think_prefix)}  # fmt: skip
+        return self.gather.submit(Turn(list(zip(prompts, keys, strict=True)), settings))
 
-    def _generate(self, prompts: Sequence[Encoded], prefixed: bool) -> list[Generation]:
+    def _run_turns(self, turns: list[Turn]) -> None:
+        """Generate the gathered turns: those with the same settings in one batch."""
+        groups: dict[tuple, list[Turn]] = {}
+        for t in turns:
+            groups.setdefault(tuple(sorted(t.settings.items())), []).append(t)
+        for group in groups.values():
+            rows = [row for t in group for row in t.prompts]
+            try:
+                gens = self._generate_now([p for p, _ in rows], [k for _, k in rows], **group[0].settings)
+            except Exception as exc:  # noqa: BLE001 - handed to each caller of this group
+                for t in group:
+                    t.error = exc
+                continue
+            for t in group:
+                t.results, gens = gens[: len(t.prompts)], gens[len(t.prompts) :]
+
+    def _generate_now(self, prompts: Sequence[Encoded], keys: Sequence[Any], *, temperature: float,
+                      max_new_tokens: int, think_prefix: bool) -> list[Generation]:  # fmt: skip
+        with self._lock, torch.no_grad():
+            prefix = THINK_PREFIX if think_prefix else ""
+            if self.engine == "generate":
+                out: list[Generation | None] = [None] * len(prompts)
+                for bucket in length_buckets([len(p.input_ids) for p in prompts], max_tokens=self.batch_tokens):
+                    rows = self._hf_generate([prompts[i] for i in bucket], temperature, max_new_tokens)
+                    for i, row in zip(bucket, rows, strict=True):
+                        out[i] = self._generation(*row, prefix)
+                return out  # type: ignore[return-value]
+            rows = self.cached.generate(prompts, keys, temperature=temperature, top_p=self.top_p,
+                                        max_new_tokens=max_new_tokens, batch_tokens=self.batch_tokens)  # fmt: skip
+            return [self._generation(*row, prefix) for row in rows]
+
+    def end_sessions(self, keys: Sequence[Any]) -> None:
+        """The episodes under these session keys ended: their caches are dropped."""
+        with self._lock:
+            self.cached.end(keys)
+
+    def new_step(self) -> None:
+        """A rollout step begins: every kept cache and image feature is dropped (what a step computes never
+        depends on an earlier one, so a resumed run repeats it bit for bit)."""
+        with self._lock:
+            self.cached.reset()
+
+    def _generation(self, token_ids: list[int], logprobs: list[float], stopped: bool, prefix: str) -> Generation:
+        text = self.tokenizer.decode([t for t in token_ids if t not in self.eos_ids], skip_special_tokens=False)
+        return Generation(
+            text=prefix + text,
+            token_ids=token_ids,
+            logprobs=logprobs,
+            prefix=prefix,
+            prefix_ids=self.tokenizer.encode(prefix, add_special_tokens=False) if prefix else [],
+            finish_reason="stop" if stopped else "length",
+        )
+
+    def _hf_generate(self, prompts: Sequence[Encoded], temperature: float, max_new_tokens: int
+                     ) -> list[tuple[list[int], list[float], bool]]:  # fmt: skip
+        """``model.generate`` on one left-padded batch: per prompt, the ids up to its end token, their log-probs,
+        and whether it stopped on an end token."""
         inputs = self._padded_inputs(prompts, left=True)
         width = inputs["input_ids"].shape[1]
-        sample = self.temperature > 0
+        sample = temperature > 0
         # The recorder warps the scores itself (temperature, top-p) and keeps only each sampled token's
         # log-probability: ``output_scores`` would hold every step's (rows x vocabulary) fp32 scores
         # (``paravt.policies.logprobs``). generate then adds no warper of its own (1.0 = none).
-        recorder = SampledLogprobs(self.temperature if sample else 0.0, self.top_p if sample else None)
+        recorder = SampledLogprobs(temperature if sample else 0.0, self.top_p if sample else None)
         out = self.model.generate(
             **inputs,
-            max_new_tokens=self.max_new_tokens,
+            max_new_tokens=max_new_tokens,
             do_sample=sample,
             temperature=1.0 if sample else None,
             top_p=1.0 if sample else None,
@@ -247,25 +313,13 @@ class HFPolicy:
         )
         new = out.sequences[:, width:].cpu()
         chosen = recorder.finish(new)
-        gens = []
-        prefix = THINK_PREFIX if prefixed else ""
+        rows = []
         for i in range(len(prompts)):
             row = new[i].tolist()
             stop = next((j for j, t in enumerate(row) if t in self.eos_ids), None)
             n = len(row) if stop is None else stop + 1
-            token_ids = row[:n]
-            text = self.tokenizer.decode([t for t in token_ids if t not in self.eos_ids], skip_special_tokens=False)
-            gens.append(
-                Generation(
-                    text=prefix + text,
-                    token_ids=token_ids,
-                    logprobs=[float(x) for x in chosen[i, :n]],
-                    prefix=prefix,
-                    prefix_ids=self.tokenizer.encode(prefix, add_special_tokens=False) if prefix else [],
-                    finish_reason="stop" if stop is not None else "length",
-                )
-            )
-        return gens
+            rows.append((row[:n], [float(x) for x in chosen[i, :n]], stop is not None))
+        return rows
 
     def _padded_inputs(self, encodeds: Sequence[Encoded], *, left: bool) -> dict[str, Any]:
         """Forward-pass inputs of several sequences padded to one width: on the left for generation (every
@@ -339,9 +393,10 @@ class HFPolicy:
         return target_logprobs(logits, targets, temperature=temperature, suppress_ids=self.suppress_ids)[..., :-1]
 
     def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int | None = None,
-                 think_prefix: bool | None = None) -> list[Generation]:  # fmt: skip
+                 think_prefix: bool | None = None, sessions: Sequence[Any] | None = None) -> list[Generation]:  # fmt: skip
         """The next assistant turn of each conversation (``max_new_tokens``: this call's cap; ``think_prefix``
-        overrides the policy's forced prefix for this call)."""
+        overrides the policy's forced prefix for this call; ``sessions``: as ``generate_encoded``'s: a conversation
+        re-rendered whole reuses the cache up to where its tokens first differ from what was generated)."""
         return self.generate_encoded([self.encode(c, think_prefix=think_prefix) for c in conversations],
-                                     max_new_tokens=max_new_tokens, think_prefix=think_prefix)  # fmt: skip
-
+                                     max_new_tokens=max_new_tokens, think_prefix=think_prefix,
+                                     sessions=sessions)  # fmt: skip

@@ -1,0 +1,152 @@
+"""The rollout engine (``paravt.policies.kv_engine``) against transformers' ``generate`` and a fresh forward pass."""
+
+import threading
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from paravt.learners.trajectory import TrajectoryBuilder  # noqa: E402
+from paravt.policies.hf import HFPolicy  # noqa: E402
+from paravt_env.messages import Message  # noqa: E402
+
+
+def _frames(n: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 255, (96, 128, 3), dtype=np.uint8) for _ in range(n)]
+
+
+def _conversation(n_images: int, seed: int = 0, question: str = "What shape?") -> list[Message]:
+    text = "".join(f"<{i}.0 seconds><image>\n" for i in range(n_images)) + question
+    return [Message("system", "You are a video analyst."), Message("user", text, _frames(n_images, seed))]
+
+
+def _feedback(turn: int) -> Message:
+    return Message("user", f"<tool_response>crop {turn}<image><image></tool_response>", _frames(2, 100 + turn))
+
+
+def _episode(policy: HFPolicy, key, turns: int = 3, seed: int = 0):
+    """A multi-turn episode built as the trainer's rollout builds it (generated ids kept, feedback appended)."""
+    history = _conversation(3, seed)
+    builder = TrajectoryBuilder(policy, policy.encode(history), list(history))
+    for turn in range(turns):
+        [gen] = policy.generate_encoded([builder.encoded], sessions=[key] if key is not None else None)
+        builder.add_turn(gen)
+        if turn < turns - 1:
+            builder.add_feedback([_feedback(turn)])
+    return builder
+
+
+@pytest.fixture(scope="module")
+def tiny_qwen25(tmp_path_factory):
+    from paravt.policies.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny_qwen25") / "model", arch="qwen2_5_vl", seed=0)
+
+
+@pytest.mark.parametrize("arch", ["qwen3_vl", "qwen2_5_vl"])
+def test_greedy_turns_with_a_kept_cache_equal_generate_rereading_the_conversation(arch, tiny_qwen3, tiny_qwen25):
+    path = tiny_qwen3 if arch == "qwen3_vl" else tiny_qwen25
+    engine = HFPolicy.from_pretrained(path, max_new_tokens=20, temperature=0.0)
+    reference = HFPolicy.from_pretrained(path, max_new_tokens=20, temperature=0.0, engine="generate")
+    ours, theirs = _episode(engine, "episode"), _episode(reference, None)
+    assert ours.encoded.input_ids == theirs.encoded.input_ids  # the same three turns, token for token
+    assert np.allclose(ours.logprobs, theirs.logprobs, atol=1e-4)
+    stats = engine.cached.stats
+    assert stats["reused_tokens"] > stats["prefill_tokens"] / 2  # turns 2 and 3 prefilled only what was added
+
+
+def test_sampled_logprobs_equal_a_fresh_forward_of_the_finished_episode(tiny_qwen3):
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=24, temperature=0.7, think_prefix=True)
+    torch.manual_seed(3)
+    builder = _episode(policy, "e")
+    with torch.no_grad():
+        fresh = policy.sequence_logprobs(builder.encoded)
+    mask = torch.tensor(builder.loss_mask[1:]).bool()
+    assert int(mask.sum()) >= 30
+    assert torch.allclose(fresh[mask], torch.tensor(builder.logprobs[1:])[mask], atol=1e-4)
+
+
+def test_a_batch_of_unequal_rows_equals_each_row_alone(tiny_qwen3):
+    """Rows right-aligned in one cache (left padding masked), leaving it as they end: the same tokens as alone."""
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=16, temperature=0.0)
+    prompts = [policy.encode(_conversation(n, seed=n)) for n in (0, 4, 1, 2)]
+    together = policy.generate_encoded(prompts)
+    for prompt, gen in zip(prompts, together, strict=True):
+        [alone] = policy.generate_encoded([prompt])
+        assert alone.token_ids == gen.token_ids
+        assert np.allclose(alone.logprobs, gen.logprobs, atol=1e-4)
+
+
+def test_a_prompt_that_does_not_extend_the_cache_is_prefilled_from_where_it_differs(tiny_qwen3):
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=8, temperature=0.0)
+    first = policy.encode(_conversation(2, seed=1))
+    policy.generate_encoded([first], sessions=["k"])
+    # Same token ids (same number and size of images), other pixels: nothing past the first image is reused.
+    other = policy.encode(_conversation(2, seed=2))
+    assert other.input_ids == first.input_ids
+    before = dict(policy.cached.stats)
+    [reused] = policy.generate_encoded([other], sessions=["k"])
+    [fresh] = policy.generate_encoded([other])
+    assert reused.token_ids == fresh.token_ids
+    first_image = other.input_ids.index(policy.image_pad_id)
+    assert policy.cached.stats["reused_tokens"] - before["reused_tokens"] == first_image
+
+
+def test_each_distinct_image_goes_through_the_vision_tower_once_per_step(tiny_qwen3):
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=4, temperature=0.0)
+    vision = policy.cached.vision
+    policy.generate_encoded([policy.encode(_conversation(3, seed=7))] * 4)  # a group sharing one overview
+    assert (vision.stats["images"], vision.stats["encoded"]) == (12, 3)
+    with torch.no_grad():  # an optimizer step changes the tower in place: its features are computed again
+        next(policy.model.model.visual.parameters()).add_(1e-3)
+    policy.generate_encoded([policy.encode(_conversation(3, seed=7))])
+    assert vision.stats["encoded"] == 6
+    policy.new_step()
+    policy.generate_encoded([policy.encode(_conversation(3, seed=7))])
+    assert vision.stats["encoded"] == 9
+
+
+def test_turns_of_episodes_in_flight_are_generated_as_one_batch(tiny_qwen3):
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=8, temperature=0.0)
+    prompts = [policy.encode(_conversation(n, seed=n)) for n in (1, 2, 3, 4)]
+    alone = [policy.generate_encoded([p])[0].token_ids for p in prompts]
+    results: dict[int, list[int]] = {}
+    entered = threading.Barrier(len(prompts))
+
+    def play(i: int) -> None:
+        with policy.gather.episode():
+            entered.wait()  # every episode is in flight before any asks for a turn
+            results[i] = policy.generate_encoded([prompts[i]])[0].token_ids
+
+    threads = [threading.Thread(target=play, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [results[i] for i in range(len(prompts))] == alone
+    assert policy.gather.batches[-1] == len(prompts)
+
+
+def test_a_failed_batch_raises_in_every_episode_that_waited_for_it(tiny_qwen3):
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=4, temperature=0.0)
+    bad = policy.encode(_conversation(1))
+    bad.input_ids = bad.input_ids[:-3] + [policy.image_pad_id] * 3  # pads without pixels: the forward pass fails
+    errors: list[BaseException] = []
+    entered = threading.Barrier(2)
+
+    def play(prompt) -> None:
+        with policy.gather.episode():
+            entered.wait()
+            try:
+                policy.generate_encoded([prompt])
+            except Exception as exc:  # noqa: BLE001
+                errors.append(exc)
+
+    threads = [threading.Thread(target=play, args=(p,)) for p in (bad, policy.encode(_conversation(0)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(errors) == 2
