@@ -40,7 +40,6 @@ from paravt.policies.vision_inputs import (
 from paravt_env.messages import Message
 from paravt_env.protocol import THINK_PREFIX
 
-
 ENGINES = ("cached", "generate")
 """How ``HFPolicy`` generates: ``cached``, the rollout engine of ``paravt.policies.kv_engine`` (an episode's cache
 kept across turns, prefill without padding, one vision pass per distinct image); ``generate``, transformers'
