@@ -217,8 +217,10 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
     envs_lock = threading.Lock()
     write_failed = threading.Event()  # a full disk: no later episode could be kept, so none is run
     settings: dict[str, Any] = {}  # the policy's sampling settings, read off the first agent (fingerprint)
+    spare: list[Any] = []  # the agent made to choose the concurrency plays the first episode
     if concurrency is None:
-        concurrency = default_concurrency(make_agent(), seed) if todo else 1
+        spare = [make_agent()] if todo else []
+        concurrency = default_concurrency(spare[0], seed) if spare else 1
 
     def env_for_thread() -> VideoToolEnv:
         if getattr(local, "env", None) is None:
@@ -232,7 +234,10 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
             return None
         t0 = time.perf_counter()
         try:
-            agent = make_agent()
+            try:
+                agent = spare.pop()
+            except IndexError:
+                agent = make_agent()
             if not settings:
                 settings.update(policy_settings(agent))
             if seed is not None:

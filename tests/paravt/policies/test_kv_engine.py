@@ -68,6 +68,20 @@ def test_sampled_logprobs_equal_a_fresh_forward_of_the_finished_episode(tiny_qwe
     assert torch.allclose(fresh[mask], torch.tensor(builder.logprobs[1:])[mask], atol=1e-4)
 
 
+def test_one_sampled_row_draws_what_generate_draws_from_the_same_seed(tiny_qwen3):
+    """Sampling is generate's (suppression, temperature, top-p, multinomial on torch's generator): alone, a row
+    draws the same tokens from the same seed. (In a batch the draws differ: finished rows leave it.)"""
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=24, temperature=0.8, top_p=0.95)
+    reference = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=24, temperature=0.8, top_p=0.95, engine="generate")
+    prompt = policy.encode(_conversation(2, seed=4))
+    torch.manual_seed(11)
+    [ours] = policy.generate_encoded([prompt])
+    torch.manual_seed(11)
+    [theirs] = reference.generate_encoded([prompt])
+    assert len(ours.token_ids) > 10 and ours.token_ids == theirs.token_ids
+    assert np.allclose(ours.logprobs, theirs.logprobs, atol=1e-4)
+
+
 def test_a_batch_of_unequal_rows_equals_each_row_alone(tiny_qwen3):
     """Rows right-aligned in one cache (left padding masked), leaving it as they end: the same tokens as alone."""
     policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=16, temperature=0.0)

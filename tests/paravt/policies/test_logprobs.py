@@ -77,7 +77,7 @@ def test_generation_tokens_and_logprobs_equal_those_of_the_full_scores(tiny_qwen
     policy.top_p = 0.95
     prompts = [policy.encode([_user("What shape?")]), policy.encode([_user("Which colour appears first?")])]
     torch.manual_seed(3)
-    gens = policy._generate(prompts, prefixed=False)
+    gens = [policy._generation(*row, "") for row in policy._hf_generate(prompts, 0.8, 24)]
 
     inputs = policy._padded_inputs(prompts, left=True)
     torch.manual_seed(3)
