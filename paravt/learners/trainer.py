@@ -43,6 +43,7 @@ from paravt.learners.trajectory import Trajectory
 from paravt.policies.card import CARD_NAME
 from paravt.policies.encoded import length_buckets
 from paravt.policies.hf import HFPolicy
+from paravt.policies.vision_cache import VisionCache
 from paravt_env import VideoToolEnv, storage
 from paravt_env.config import flatten_dotted
 from paravt_env.memory import release_free_memory
@@ -251,9 +252,20 @@ class Trainer:
         clock = clock or StepClock(self.policy.device)
         step, cap = max(1, cfg.optim.micro_batch), cfg.optim.micro_batch_tokens
 
+        # the loss reads generated positions only: the others' logits are never computed (sub-agent turns included)
+        trained = [x for g in groups for tr in g for x in (tr, *tr.subagent_trajectories)]
+        scored = {id(tr.encoded): [t for t, m in enumerate(tr.loss_mask) if m and t] for tr in trained}
+        reference_vision = VisionCache(self._reference())  # the frozen tower's features, shared by the step's passes
+        computed: dict[int, torch.Tensor] = {}  # the reference's log-probs of each sequence, computed once per step
+
         def reference_logprobs(encoded: list) -> list[torch.Tensor]:  # the KL in the reward's form needs them first
-            with torch.no_grad(), clock.reference():
-                return self.policy.batch_logprobs(encoded, model=self._reference(), micro_batch=step, max_tokens=cap)
+            todo = [e for e in encoded if id(e) not in computed]
+            if todo:
+                with torch.no_grad(), clock.reference():
+                    lps = self.policy.batch_logprobs(todo, model=self._reference(), micro_batch=step, max_tokens=cap,
+                                                     scored=[scored[id(e)] for e in todo], vision=reference_vision)  # fmt: skip
+                computed.update({id(e): lp for e, lp in zip(todo, lps, strict=True)})
+            return [computed[id(e)] for e in encoded]
 
         units = training_units(groups, cfg, reference_logprobs)
         kl_in_loss = cfg.grpo.kl_coef > 0 and not kl_in_reward(cfg)  # in the reward form it is in the advantages
@@ -266,7 +278,8 @@ class Trainer:
         for bucket in length_buckets([len(u.trajectory.encoded.input_ids) for u in units], max_rows=step, max_tokens=cap):
             chunk = [units[i] for i in bucket]
             encoded = [u.trajectory.encoded for u in chunk]
-            logps = self.policy.batch_logprobs(encoded, micro_batch=step, max_tokens=cap)
+            logps = self.policy.batch_logprobs(encoded, micro_batch=step, max_tokens=cap,
+                                               scored=[scored[id(e)] for e in encoded])  # fmt: skip
             refs = reference_logprobs(encoded) if cfg.grpo.kl_coef > 0 else [None] * len(chunk)
             total = torch.zeros((), device=logps[0].device)
             for unit, logp, ref in zip(chunk, logps, refs, strict=True):

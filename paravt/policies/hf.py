@@ -355,32 +355,52 @@ class HFPolicy:
             types[ids == self.video_pad_id] = 2
         return types
 
-    def sequence_logprobs(self, encoded: Encoded, model: Any = None, temperature: float | None = None) -> torch.Tensor:
+    def sequence_logprobs(self, encoded: Encoded, model: Any = None, temperature: float | None = None, *,
+                          scored: Sequence[int] | None = None, vision: Any = None) -> torch.Tensor:  # fmt: skip
         """log p(token_t | tokens_<t) for t = 1..T-1 under ``model`` (default: this policy's), at the sampling
-        temperature; differentiable when grad is enabled (the learners' forward pass)."""
-        model = self.model if model is None else model
-        temperature = self.temperature if temperature is None else temperature
-        logits = model(**self.model_inputs(encoded)).logits[0]
-        return self._next_token_logprobs(logits, torch.tensor(encoded.input_ids, device=logits.device), temperature)
+        temperature; differentiable when grad is enabled (the learners' forward pass). ``scored``: only these
+        positions t are scored (the logits of the others are never computed; they come back 0). ``vision``: a
+        ``VisionCache`` of ``model`` whose image features are reused (a frozen model's: the reference)."""
+        return self.batch_logprobs([encoded], model=model, temperature=temperature,
+                                   scored=None if scored is None else [scored], vision=vision)[0]  # fmt: skip
 
     def batch_logprobs(self, encodeds: Sequence[Encoded], model: Any = None, temperature: float | None = None,
-                       micro_batch: int = 8, max_tokens: int | None = None) -> list[torch.Tensor]:  # fmt: skip
+                       micro_batch: int = 8, max_tokens: int | None = None, *,
+                       scored: Sequence[Sequence[int]] | None = None, vision: Any = None) -> list[torch.Tensor]:  # fmt: skip
         """``sequence_logprobs`` of several sequences in right-padded forward passes of at most ``micro_batch``
         rows and ``max_tokens`` padded tokens, similar lengths together (``length_buckets``; one pass per
         bucket instead of one per sequence: the learners' update). Element i has length len(i) - 1, in input
-        order."""
+        order. ``scored[i]``: the positions of sequence i to score (the learners pass the generated tokens': the
+        logits of prompt and tool-response positions are never computed, and those positions come back 0)."""
         model = self.model if model is None else model
         temperature = self.temperature if temperature is None else temperature
         out: list[torch.Tensor | None] = [None] * len(encodeds)
         lengths = [len(e.input_ids) for e in encodeds]
         for bucket in length_buckets(lengths, max_rows=max(1, micro_batch), max_tokens=max_tokens):
-            if len(bucket) == 1:
-                out[bucket[0]] = self.sequence_logprobs(encodeds[bucket[0]], model=model, temperature=temperature)
+            rows = [encodeds[i] for i in bucket]
+            inputs = self.model_inputs(rows[0]) if len(rows) == 1 else self._padded_inputs(rows, left=False)
+            if vision is not None and "pixel_values" in inputs:
+                del inputs["pixel_values"]
+                inputs["mm_encoder_outputs"] = {"image": vision.features_of([e for e in rows if e.n_images])}
+            ids = inputs["input_ids"]
+            if scored is None:
+                lp = self._next_token_logprobs(model(**inputs).logits, ids, temperature)
+                for row, i in enumerate(bucket):
+                    out[i] = lp[row, : lengths[i] - 1]
                 continue
-            inputs = self._padded_inputs([encodeds[i] for i in bucket], left=False)
-            lp = self._next_token_logprobs(model(**inputs).logits, inputs["input_ids"], temperature)
+            # the hidden state at t - 1 predicts token t: only the union of the rows' scored positions is projected
+            keep = sorted({t - 1 for i in bucket for t in scored[i] if 1 <= t < lengths[i]})
+            if not keep:
+                for i in bucket:
+                    out[i] = torch.zeros(lengths[i] - 1, device=ids.device)
+                continue
+            index = torch.tensor(keep, dtype=torch.long, device=ids.device)
+            logits = model(**inputs, logits_to_keep=index).logits
+            lp = target_logprobs(logits, ids[:, index + 1], temperature=temperature, suppress_ids=self.suppress_ids)
             for row, i in enumerate(bucket):
-                out[i] = lp[row, : lengths[i] - 1]
+                inside = index < lengths[i] - 1
+                out[i] = torch.zeros(lengths[i] - 1, dtype=lp.dtype, device=lp.device).index_copy(
+                    0, index[inside], lp[row, inside])
         return out  # type: ignore[return-value]
 
     def _next_token_logprobs(self, logits: torch.Tensor, ids: torch.Tensor, temperature: float | None) -> torch.Tensor:

@@ -52,6 +52,15 @@ class VisionCache:
             row += n
         return keys
 
+    def features_of(self, prompts: list[Encoded]) -> Any:
+        """The encoder outputs of every image of ``prompts``, in order (a batched forward pass's)."""
+        parts = [self.features(p) for p in prompts]
+        fields: dict[str, Any] = {"pooler_output": tuple(t for part in parts for t in part.pooler_output)}
+        deep = [getattr(part, "deepstack_features", None) for part in parts]
+        if deep[0]:
+            fields["deepstack_features"] = [tuple(t for d in deep for t in d[layer]) for layer in range(len(deep[0]))]
+        return self._type(**fields)
+
     def features(self, prompt: Encoded, first: int = 0, keys: list[tuple] | None = None) -> Any:
         """The encoder outputs of images ``first..`` of ``prompt``, as ``get_image_features`` returns them
         (``keys``: the prompt's ``image_keys``, where the caller has them)."""

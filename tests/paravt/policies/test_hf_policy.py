@@ -75,3 +75,42 @@ def test_the_weight_sharing_subagent_is_never_given_the_think_prefix(tiny_qwen3)
     assert main_gen.text.startswith(THINK_PREFIX)
     [plain] = policy.generate([[Message("user", "hi")]], think_prefix=False)
     assert not plain.text.startswith(THINK_PREFIX)
+
+
+def test_logprobs_at_the_scored_positions_only_equal_the_full_pass_with_its_gradients(tiny_qwen3):
+    """The update scores generated positions only (logits of the others never computed): same values and the same
+    gradients as scoring every position and masking, in a padded batch and alone."""
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=8, temperature=0.7)
+    seqs = [policy.encode(_conversation(2)).with_ids([311, 312, 313, 314, 315]), policy.encode(_conversation(0)).with_ids([321, 322])]
+    scored = [[len(s.input_ids) - 5, len(s.input_ids) - 3, len(s.input_ids) - 1] for s in seqs]
+    for rows, picks in ((seqs, scored), (seqs[:1], scored[:1])):
+        policy.model.zero_grad()
+        full = policy.batch_logprobs(rows)
+        loss_full = sum(lp[[t - 1 for t in p]].sum() for lp, p in zip(full, picks, strict=True))
+        loss_full.backward()
+        grads = [p.grad.clone() for p in policy.model.parameters() if p.grad is not None]
+        policy.model.zero_grad()
+        part = policy.batch_logprobs(rows, scored=picks)
+        for lp_full, lp_part, p in zip(full, part, picks, strict=True):
+            assert lp_part.shape == lp_full.shape
+            at = [t - 1 for t in p]
+            assert torch.allclose(lp_part[at], lp_full[at].detach(), atol=1e-5)
+            others = torch.ones(len(lp_part), dtype=torch.bool)
+            others[at] = False
+            assert (lp_part[others] == 0).all()
+        sum(lp[[t - 1 for t in p]].sum() for lp, p in zip(part, picks, strict=True)).backward()
+        new = [p.grad for p in policy.model.parameters() if p.grad is not None]
+        assert len(new) == len(grads) and all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads, new, strict=True))
+
+
+def test_a_frozen_models_image_features_are_computed_once_and_change_nothing(tiny_qwen3):
+    from paravt.policies.vision_cache import VisionCache
+
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=8, temperature=0.7)
+    seqs = [policy.encode(_conversation(3)).with_ids([301, 302, 303]) for _ in range(4)]  # a group: one overview
+    vision = VisionCache(policy.model)
+    with torch.no_grad():
+        plain = policy.batch_logprobs(seqs, micro_batch=2)
+        cached = policy.batch_logprobs(seqs, micro_batch=2, vision=vision)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(plain, cached, strict=True))
+    assert (vision.stats["images"], vision.stats["encoded"]) == (12, 3)
