@@ -379,7 +379,7 @@ class HFPolicy:
         for bucket in length_buckets(lengths, max_rows=max(1, micro_batch), max_tokens=max_tokens):
             rows = [encodeds[i] for i in bucket]
             inputs = self.model_inputs(rows[0]) if len(rows) == 1 else self._padded_inputs(rows, left=False)
-            if vision is not None and "pixel_values" in inputs:
+            if vision is not None and vision.supported and "pixel_values" in inputs:
                 del inputs["pixel_values"]
                 inputs["mm_encoder_outputs"] = {"image": vision.features_of([e for e in rows if e.n_images])}
             ids = inputs["input_ids"]

@@ -25,6 +25,7 @@ against ``model.generate`` and the recorded log-probs against a fresh forward of
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -114,9 +115,9 @@ class CachedGenerator:
         self.policy = policy
         self.max_sessions = int(max_sessions)
         self.sessions: OrderedDict[Hashable, Session] = OrderedDict()
-        self.stats = {"prefill_tokens": 0, "reused_tokens": 0, "generated_tokens": 0}
+        self.stats = {"prefill_tokens": 0, "reused_tokens": 0, "generated_tokens": 0, "prefill_s": 0.0, "decode_s": 0.0}
         """Running totals (what a benchmark reads): tokens prefilled, cached tokens a turn did not prefill again,
-        tokens generated."""
+        tokens generated, and the seconds spent prefilling and decoding."""
         from paravt.policies.vision_cache import VisionCache
 
         self.vision = VisionCache(policy.model)
@@ -138,10 +139,14 @@ class CachedGenerator:
         max_new_tokens: int, batch_tokens: int | None,
     ) -> list[tuple[list[int], list[float], bool]]:
         """Per prompt: the generated ids, their log-probs, and whether it stopped on an end token."""
+        t0 = time.perf_counter()
         rows = [self._prefill(p, k) for p, k in zip(prompts, keys, strict=True)]
+        t1 = time.perf_counter()
         lengths = [len(r.session.ids) for r in rows]
         for bucket in length_buckets(lengths, max_tokens=batch_tokens):
             self._decode([rows[i] for i in bucket], temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens)
+        self.stats["prefill_s"] += t1 - t0
+        self.stats["decode_s"] += time.perf_counter() - t1
         out = []
         for r in rows:
             stopped = bool(r.tokens) and r.tokens[-1] in self.policy.eos_ids
@@ -168,8 +173,12 @@ class CachedGenerator:
         grid = prompt.image_grid_thw[n_images:] if prompt.n_images > n_images else None
         positions = self._positions(chunk, types, grid) + offset
         inputs: dict[str, Any] = {"input_ids": chunk.to(device), "position_ids": positions.to(device)}
-        if grid is not None:
+        if grid is not None and self.vision.supported:
             inputs["mm_encoder_outputs"] = {"image": self.vision.features(prompt, n_images, images)}
+        elif grid is not None:  # a transformers without precomputed features: the chunk's own images, encoded now
+            rows = int(prompt.image_grid_thw[:n_images].prod(-1).sum()) if n_images else 0
+            inputs["pixel_values"] = prompt.pixel_values[rows:].to(device, policy.model.dtype)
+            inputs["image_grid_thw"] = grid.to(device)
         out = policy.model(**inputs, past_key_values=cache, use_cache=True, logits_to_keep=1)
         self.stats["prefill_tokens"] += chunk.shape[1]
         self.stats["reused_tokens"] += start

@@ -17,6 +17,7 @@ bit-exact).
 from __future__ import annotations
 
 import hashlib
+import inspect
 from typing import Any
 
 import torch
@@ -32,6 +33,9 @@ class VisionCache:
         self._features: dict[tuple, tuple[torch.Tensor, tuple[torch.Tensor, ...]]] = {}
         self._weights: tuple[int, ...] | None = None
         self._type: Any = None  # the model's encoder-output class, learnt from its first pass
+        self.supported = "mm_encoder_outputs" in inspect.signature(model.model.forward).parameters
+        """Whether this transformers takes precomputed features (``mm_encoder_outputs``: 5.2x; the engines' pins,
+        5.9 and 5.15, do not): where not, images are encoded in every pass that holds them, as before."""
         self.stats = {"images": 0, "encoded": 0}
         """Running totals: images asked for, and images the tower actually encoded."""
 

@@ -57,6 +57,15 @@ def test_greedy_turns_with_a_kept_cache_equal_generate_rereading_the_conversatio
     assert stats["reused_tokens"] > stats["prefill_tokens"] / 2  # turns 2 and 3 prefilled only what was added
 
 
+def test_without_precomputed_features_each_chunk_encodes_its_own_images(tiny_qwen3):
+    """transformers before ``mm_encoder_outputs`` (the engines' pins): the chunk's pixels go in as they are."""
+    engine = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=20, temperature=0.0)
+    engine.cached.vision.supported = False
+    reference = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=20, temperature=0.0, engine="generate")
+    assert _episode(engine, "e").encoded.input_ids == _episode(reference, None).encoded.input_ids
+    assert engine.cached.vision.stats["images"] == 0
+
+
 def test_sampled_logprobs_equal_a_fresh_forward_of_the_finished_episode(tiny_qwen3):
     policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=24, temperature=0.7, think_prefix=True)
     torch.manual_seed(3)
@@ -111,6 +120,8 @@ def test_a_prompt_that_does_not_extend_the_cache_is_prefilled_from_where_it_diff
 def test_each_distinct_image_goes_through_the_vision_tower_once_per_step(tiny_qwen3):
     policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=4, temperature=0.0)
     vision = policy.cached.vision
+    if not vision.supported:
+        pytest.skip("this transformers takes no precomputed image features")
     policy.generate_encoded([policy.encode(_conversation(3, seed=7))] * 4)  # a group sharing one overview
     assert (vision.stats["images"], vision.stats["encoded"]) == (12, 3)
     with torch.no_grad():  # an optimizer step changes the tower in place: its features are computed again
