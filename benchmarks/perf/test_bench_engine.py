@@ -67,11 +67,19 @@ def repro_checkpoint(tmp_path_factory) -> str:
     return _checkpoint(tmp_path_factory, "PARAVT_BENCH_REPRO_CHECKPOINT")
 
 
-def as_before(trainer: Trainer) -> Trainer:
-    """The trainer as it ran before the engine: ``model.generate`` on left-padded batches re-reading every
-    conversation, and an update that computes every position's logits and encodes every image it is given."""
-    policy = trainer.policy
+def policy_as_before(policy) -> None:  # noqa: ANN001
+    """``model.generate`` on left-padded batches re-reading every conversation, every frame processed anew."""
+    from paravt.policies.vision_inputs import process_images
+
     policy.engine = "generate"
+    policy._processed = lambda images: process_images(policy.image_processor, images, policy.pixel_kwargs)
+
+
+def as_before(trainer: Trainer) -> Trainer:
+    """The trainer as it ran before the engine (``policy_as_before``), with an update that computes every
+    position's logits and encodes every image it is given."""
+    policy = trainer.policy
+    policy_as_before(policy)
     scored_pass = policy.batch_logprobs
 
     def batch_logprobs(*args, scored=None, vision=None, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202, ARG001
@@ -207,7 +215,7 @@ def test_eval_heldout(benchmark, tmp_path, tiny_checkpoint, heldout, engine):
     factory, _ = make_agent_factory(spec, max_new_tokens=256)
     policy = factory().policy
     if engine == "reference":
-        policy.engine = "generate"
+        policy_as_before(policy)
     options = eval_options(spec, "parallel")
     rounds = []
 

@@ -39,7 +39,7 @@ from paravt.learners.optim import adamw
 from paravt.learners.rollout import run_batch
 from paravt.learners.run_setup import env_config, resolve_data, resolve_model_path, resolve_perception_data
 from paravt.learners.step_clock import StepClock
-from paravt.learners.trajectory import Trajectory
+from paravt.learners.trajectory import Trajectory, loss_positions
 from paravt.policies.card import CARD_NAME
 from paravt.policies.encoded import length_buckets
 from paravt.policies.hf import HFPolicy
@@ -254,7 +254,7 @@ class Trainer:
 
         # the loss reads generated positions only: the others' logits are never computed (sub-agent turns included)
         trained = [x for g in groups for tr in g for x in (tr, *tr.subagent_trajectories)]
-        scored = {id(tr.encoded): [t for t, m in enumerate(tr.loss_mask) if m and t] for tr in trained}
+        scored = {id(tr.encoded): loss_positions(tr.loss_mask) for tr in trained}
         reference_vision = VisionCache(self._reference())  # the frozen tower's features, shared by the step's passes
         computed: dict[int, torch.Tensor] = {}  # the reference's log-probs of each sequence, computed once per step
 

@@ -95,6 +95,13 @@ class TrajectoryBuilder:
         self.struct += [0] * n
 
 
+def loss_positions(loss_mask: Sequence[int]) -> list[int]:
+    """The positions t >= 1 whose log-probs a loss reads (``HFPolicy.batch_logprobs(scored=...)``: the other
+    positions' logits are never computed; on this machine values and gradients are bit for bit those of scoring
+    every position, ``tests/paravt/policies/test_hf_policy.py``)."""
+    return [t for t, m in enumerate(loss_mask) if m and t]
+
+
 def struct_positions(ids: Sequence[int], tag_ids: Sequence[Sequence[int]]) -> list[int]:
     """1 at every token of every occurrence of a structural tag's token pattern in ``ids``."""
     mask = [0] * len(ids)

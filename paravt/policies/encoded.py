@@ -4,6 +4,7 @@ and what the learners keep between rollout and update."""
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from collections.abc import Sequence
 from typing import Any
@@ -12,18 +13,33 @@ import numpy as np
 import torch
 
 
+def frame_digest(frame: np.ndarray) -> bytes:
+    """A frame's identity: a 128-bit digest of its shape and uint8 pixels (what the caches of processed pixels and
+    of image features are keyed by; equal frames give equal pixels under one image processor)."""
+    a = np.ascontiguousarray(np.asarray(frame, dtype=np.uint8))
+    return hashlib.blake2b(a.tobytes(), digest_size=16, person=repr(a.shape).encode()[:16]).digest()
+
+
 class PackedFrames:
     """Frames (uint8 H x W x 3) kept zlib-compressed: a stored training example holds these instead of its
     processed pixels, which are ~10x larger (float32, each frame tiled over the temporal patch) and were what
     held gigabytes through a cold start. Synthetic and real frames compress well at level 1, and unpacking a
     112 px frame costs microseconds."""
 
-    __slots__ = ("_blobs", "_shapes")
+    __slots__ = ("_blobs", "_digests", "_shapes")
 
     def __init__(self, frames: Sequence[np.ndarray]) -> None:
         arrays = [np.ascontiguousarray(np.asarray(f, dtype=np.uint8)) for f in frames]
         self._shapes = tuple(a.shape for a in arrays)
         self._blobs = tuple(zlib.compress(a.tobytes(), 1) for a in arrays)
+        self._digests = tuple(frame_digest(a) for a in arrays)
+
+    @property
+    def digests(self) -> tuple[bytes, ...]:
+        """Each frame's identity (``frame_digest``), computed once (stores saved before it existed: on first use)."""
+        if getattr(self, "_digests", None) is None:
+            self._digests = tuple(frame_digest(a) for a in self.unpack())
+        return self._digests
 
     def __len__(self) -> int:
         return len(self._blobs)
@@ -31,6 +47,7 @@ class PackedFrames:
     def __add__(self, other: PackedFrames) -> PackedFrames:
         out = PackedFrames(())
         out._shapes, out._blobs = self._shapes + other._shapes, self._blobs + other._blobs
+        out._digests = self.digests + other.digests
         return out
 
     def unpack(self) -> list[np.ndarray]:
@@ -62,6 +79,13 @@ class Encoded:
         if self._pixels is not None or self.image_grid_thw is None:
             return self._pixels
         return self._process(self._frames.unpack())[0]
+
+    @property
+    def frame_digests(self) -> tuple[bytes, ...] | None:
+        """Each image's ``frame_digest`` where the frames are kept (else None)."""
+        if self._frames is None or len(self._frames) != self.n_images:
+            return None
+        return self._frames.digests
 
     @property
     def n_images(self) -> int:

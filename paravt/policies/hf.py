@@ -33,9 +33,9 @@ from paravt.policies.kv_engine import CachedGenerator
 from paravt.policies.logprobs import SampledLogprobs, target_logprobs
 from paravt.policies.vision_inputs import (
     IMAGE_PAD,
+    ProcessedFrames,
     expand_image_tokens,
     load_tokenizer_and_image_processor,
-    process_images,
 )
 from paravt_env.messages import Message
 from paravt_env.protocol import THINK_PREFIX
@@ -137,6 +137,7 @@ class HFPolicy:
         vocab = getattr(model.config.get_text_config(), "vocab_size", None) or 0
         self.suppress_ids += list(range(len(tokenizer), vocab))
         self.cached = CachedGenerator(self)
+        self._processed = ProcessedFrames(image_processor, self.pixel_kwargs)
         self.gather = TurnGather(self._run_turns)
 
     @classmethod
@@ -187,7 +188,7 @@ class HFPolicy:
 
     def process_images(self, images: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:
         """``(pixel_values, image_grid_thw)`` of frames, at this policy's pixel budget."""
-        return process_images(self.image_processor, images, self.pixel_kwargs)
+        return self._processed(images)
 
     def encode(self, messages: Sequence[Message], add_generation_prompt: bool = True, *,
                think_prefix: bool | None = None) -> Encoded:  # fmt: skip

@@ -9,7 +9,8 @@ time for 39 % of the tokens. This engine instead:
   tokens and images added since the episode's last turn; a prompt that does not extend what is cached (another
   conversation under the same key, an evicted session) is prefilled whole, so a session is an optimisation and
   never changes what is computed;
-* prefills one row at a time, without padding;
+* prefills one row at a time, without padding, and a prompt several rows of one call share (a GRPO group's first
+  turn) once: the rows start from one cache and each gets a cache of its own as it decodes;
 * decodes every row of a batch together in a preallocated cache (``_GrowingLayer``: appending writes in place),
   and a row that ends leaves the batch at once;
 * encodes each distinct image once per step through the vision tower (``paravt.policies.vision_cache``).
@@ -115,9 +116,11 @@ class CachedGenerator:
         self.policy = policy
         self.max_sessions = int(max_sessions)
         self.sessions: OrderedDict[Hashable, Session] = OrderedDict()
-        self.stats = {"prefill_tokens": 0, "reused_tokens": 0, "generated_tokens": 0, "prefill_s": 0.0, "decode_s": 0.0}
+        self.stats = {"prefill_tokens": 0, "reused_tokens": 0, "shared_tokens": 0, "generated_tokens": 0,
+                      "prefill_s": 0.0, "decode_s": 0.0}  # fmt: skip
         """Running totals (what a benchmark reads): tokens prefilled, cached tokens a turn did not prefill again,
-        tokens generated, and the seconds spent prefilling and decoding."""
+        tokens of a prompt that another row of the same call had just prefilled, tokens generated, and the seconds
+        spent prefilling and decoding."""
         from paravt.policies.vision_cache import VisionCache
 
         self.vision = VisionCache(policy.model)
@@ -140,7 +143,19 @@ class CachedGenerator:
     ) -> list[tuple[list[int], list[float], bool]]:
         """Per prompt: the generated ids, their log-probs, and whether it stopped on an end token."""
         t0 = time.perf_counter()
-        rows = [self._prefill(p, k) for p, k in zip(prompts, keys, strict=True)]
+        rows: list[_Row] = []
+        same: dict[tuple, _Row] = {}  # a GRPO group's rollouts share their first prompt: prefilled once
+        for prompt, key in zip(prompts, keys, strict=True):
+            images = self.vision.image_keys(prompt) if prompt.n_images else []
+            identity = (tuple(prompt.input_ids), tuple(images))
+            twin = same.get(identity)
+            if twin is not None and (key is None or key not in self.sessions):
+                s = twin.session  # read-only until its decode hands each row a cache of its own
+                rows.append(_Row(key, Session(list(s.ids), s.layers, s.positions, list(s.image_keys)), twin.logits, [], []))
+                self.stats["shared_tokens"] += len(s.ids)
+                continue
+            rows.append(self._prefill(prompt, key, images))
+            same.setdefault(identity, rows[-1])
         t1 = time.perf_counter()
         lengths = [len(r.session.ids) for r in rows]
         for bucket in length_buckets(lengths, max_tokens=batch_tokens):
@@ -154,9 +169,8 @@ class CachedGenerator:
             self.stats["generated_tokens"] += len(r.tokens)
         return out
 
-    def _prefill(self, prompt: Encoded, key: Hashable | None) -> _Row:
+    def _prefill(self, prompt: Encoded, key: Hashable | None, images: list) -> _Row:
         ids = prompt.input_ids
-        images = self.vision.image_keys(prompt) if prompt.n_images else []
         cached = self.sessions.pop(key, None) if key is not None else None
         start = self._reusable(cached, ids, images, prompt) if cached is not None else 0
         layers = [DynamicLayer() for _ in range(self._n_layers())]

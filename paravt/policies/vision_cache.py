@@ -46,8 +46,13 @@ class VisionCache:
         return tuple(p._version for p in self.model.model.visual.parameters())
 
     def image_keys(self, prompt: Encoded) -> list[tuple]:
-        """Each image of ``prompt`` by identity: a digest of its processed pixels, and its grid."""
-        grid, pixels = prompt.image_grid_thw, prompt.pixel_values
+        """Each image of ``prompt`` by identity and grid: its frame's digest where the prompt keeps its frames (one
+        image processor turns equal frames into equal pixels), else a digest of its processed pixels."""
+        grid = prompt.image_grid_thw
+        digests = prompt.frame_digests
+        if digests is not None:
+            return [(d, tuple(thw)) for d, thw in zip(digests, grid.tolist(), strict=True)]
+        pixels = prompt.pixel_values
         keys, row = [], 0
         for thw in grid.tolist():
             n = thw[0] * thw[1] * thw[2]

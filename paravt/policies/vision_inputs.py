@@ -35,6 +35,51 @@ def process_images(image_processor: Any, images: Any, pixel_kwargs: dict | None 
     return processed["pixel_values"], processed["image_grid_thw"]
 
 
+class ProcessedFrames:
+    """The image processor's output per frame, kept for frames seen again (a GRPO group's rollouts share one
+    overview, crops repeat a grid, and a trajectory's pixels are recomputed for the update): an LRU of at most
+    ``max_bytes`` of pixels, keyed by ``frame_digest``. The Qwen-VL processors treat each image on its own, so a
+    batch's output is its frames' outputs in order (tested against one processor call)."""
+
+    def __init__(self, image_processor: Any, pixel_kwargs: dict | None = None, max_bytes: int = 256 << 20) -> None:
+        from collections import OrderedDict
+
+        self.image_processor, self.pixel_kwargs, self.max_bytes = image_processor, dict(pixel_kwargs or {}), int(max_bytes)
+        self._kept: OrderedDict[bytes, tuple[Any, Any]] = OrderedDict()
+        self._bytes = 0
+        self.stats = {"frames": 0, "processed": 0}
+
+    def __call__(self, images: Any) -> tuple[Any, Any]:
+        import torch
+
+        from paravt.policies.encoded import frame_digest
+
+        arrays = [np.asarray(im.convert("RGB")) if hasattr(im, "convert") else np.asarray(im) for im in images]
+        keys = [frame_digest(a) for a in arrays]
+        todo = {k: a for k, a in zip(keys, arrays, strict=True) if k not in self._kept}
+        self.stats["frames"] += len(keys)
+        self.stats["processed"] += len(todo)
+        fresh: dict[bytes, tuple[Any, Any]] = {}
+        if todo:
+            pixels, grid = process_images(self.image_processor, list(todo.values()), self.pixel_kwargs)
+            row = 0
+            for k, thw in zip(todo, grid, strict=True):
+                n = int(thw.prod())
+                fresh[k] = (pixels[row : row + n].clone(), thw.clone())
+                row += n
+        parts = [fresh.get(k) or self._kept[k] for k in keys]
+        for k, part in fresh.items():
+            self._kept[k] = part
+            self._bytes += part[0].numel() * part[0].element_size()
+        for k in keys:
+            if k in self._kept:
+                self._kept.move_to_end(k)
+        while self._bytes > self.max_bytes and self._kept:
+            _, (p, _g) = self._kept.popitem(last=False)
+            self._bytes -= p.numel() * p.element_size()
+        return torch.cat([p for p, _ in parts]), torch.stack([g for _, g in parts])
+
+
 def load_tokenizer_and_image_processor(path: str | Path) -> tuple[Any, Any]:
 
     try:

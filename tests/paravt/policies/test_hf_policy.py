@@ -116,3 +116,18 @@ def test_a_frozen_models_image_features_are_computed_once_and_change_nothing(tin
         cached = policy.batch_logprobs(seqs, micro_batch=2, vision=vision)
     assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(plain, cached, strict=True))
     assert (vision.stats["images"], vision.stats["encoded"]) == (12, 3)
+
+
+def test_frames_seen_again_are_not_processed_again_and_give_the_processors_pixels(tiny_qwen3):
+    from paravt.policies.vision_inputs import process_images
+
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=8, min_pixels=784, max_pixels=12544)
+    rng = np.random.default_rng(2)
+    frames = [rng.integers(0, 255, (96 + 16 * i, 128, 3), dtype=np.uint8) for i in range(3)]
+    batch = [frames[0], frames[1], frames[0], frames[2]]
+    pixels, grid = policy.process_images(batch)
+    again, grid_again = policy.process_images(batch[::-1])
+    expected, expected_grid = process_images(policy.image_processor, batch, policy.pixel_kwargs)
+    assert torch.equal(pixels, expected) and torch.equal(grid, expected_grid)
+    assert torch.equal(grid_again, expected_grid.flip(0))
+    assert policy._processed.stats == {"frames": 8, "processed": 3}

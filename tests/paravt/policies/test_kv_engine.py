@@ -91,6 +91,21 @@ def test_one_sampled_row_draws_what_generate_draws_from_the_same_seed(tiny_qwen3
     assert np.allclose(ours.logprobs, theirs.logprobs, atol=1e-4)
 
 
+def test_a_groups_identical_prompts_are_prefilled_once(tiny_qwen3):
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=12, temperature=0.7)
+    prompt = policy.encode(_conversation(2, seed=9))
+    torch.manual_seed(5)
+    gens = policy.generate_encoded([prompt] * 4, sessions=[("g", i) for i in range(4)])
+    stats = policy.cached.stats
+    assert stats["prefill_tokens"] == len(prompt.input_ids) and stats["shared_tokens"] == 3 * len(prompt.input_ids)
+    assert len({tuple(g.token_ids) for g in gens}) > 1  # each row samples its own continuation from the shared cache
+    for i, gen in enumerate(gens):  # and each keeps a cache of its own: the next turn extends it
+        follow = prompt.with_ids(gen.token_ids + policy.end_of_turn()[1:] + [301, 302])
+        [nxt] = policy.generate_encoded([follow], sessions=[("g", i)], temperature=0.0)
+        [fresh] = policy.generate_encoded([follow], temperature=0.0)
+        assert nxt.token_ids == fresh.token_ids
+
+
 def test_a_batch_of_unequal_rows_equals_each_row_alone(tiny_qwen3):
     """Rows right-aligned in one cache (left padding masked), leaving it as they end: the same tokens as alone."""
     policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=16, temperature=0.0)
@@ -122,7 +137,8 @@ def test_each_distinct_image_goes_through_the_vision_tower_once_per_step(tiny_qw
     vision = policy.cached.vision
     if not vision.supported:
         pytest.skip("this transformers takes no precomputed image features")
-    policy.generate_encoded([policy.encode(_conversation(3, seed=7))] * 4)  # a group sharing one overview
+    # four prompts that show the same overview under other questions
+    policy.generate_encoded([policy.encode(_conversation(3, seed=7, question=f"Question {i}?")) for i in range(4)])
     assert (vision.stats["images"], vision.stats["encoded"]) == (12, 3)
     with torch.no_grad():  # an optimizer step changes the tower in place: its features are computed again
         next(policy.model.model.visual.parameters()).add_(1e-3)
