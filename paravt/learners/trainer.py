@@ -41,8 +41,8 @@ from paravt.learners.run_setup import env_config, resolve_data, resolve_model_pa
 from paravt.learners.step_clock import StepClock
 from paravt.learners.trajectory import Trajectory, loss_positions
 from paravt.policies.card import CARD_NAME
-from paravt.policies.encoded import length_buckets
 from paravt.policies.hf import HFPolicy
+from paravt.policies.shared_prefix import prompt_groups, shared_prefix_logprobs
 from paravt.policies.vision_cache import VisionCache
 from paravt_env import VideoToolEnv, storage
 from paravt_env.config import flatten_dotted
@@ -252,34 +252,44 @@ class Trainer:
         clock = clock or StepClock(self.policy.device)
         step, cap = max(1, cfg.optim.micro_batch), cfg.optim.micro_batch_tokens
 
-        # the loss reads generated positions only: the others' logits are never computed (sub-agent turns included)
+        # The loss reads generated positions only: the others' logits are never computed (sub-agent turns
+        # included); a group's rollouts share their prompt, which each pass computes once (``shared_prefix``).
         trained = [x for g in groups for tr in g for x in (tr, *tr.subagent_trajectories)]
-        scored = {id(tr.encoded): loss_positions(tr.loss_mask) for tr in trained}
+        masks = {id(tr.encoded): tr.loss_mask for tr in trained}
         reference_vision = VisionCache(self._reference())  # the frozen tower's features, shared by the step's passes
         computed: dict[int, torch.Tensor] = {}  # the reference's log-probs of each sequence, computed once per step
+
+        def score(encoded: list, model: Any = None, vision: Any = None) -> list[torch.Tensor]:
+            out: list[torch.Tensor | None] = [None] * len(encoded)
+            for rows, prefix in prompt_groups(self.policy, encoded, [masks[id(e)] for e in encoded], max_rows=step, max_tokens=cap):
+                seqs = [encoded[i] for i in rows]
+                picks = [loss_positions(masks[id(e)]) for e in seqs]
+                lps = (shared_prefix_logprobs(self.policy, seqs, prefix, picks, model=model, vision=vision) if prefix else
+                       self.policy.batch_logprobs(seqs, model=model, micro_batch=step, max_tokens=cap, scored=picks, vision=vision))  # fmt: skip
+                for i, lp in zip(rows, lps, strict=True):
+                    out[i] = lp
+            return out  # type: ignore[return-value]
 
         def reference_logprobs(encoded: list) -> list[torch.Tensor]:  # the KL in the reward's form needs them first
             todo = [e for e in encoded if id(e) not in computed]
             if todo:
                 with torch.no_grad(), clock.reference():
-                    lps = self.policy.batch_logprobs(todo, model=self._reference(), micro_batch=step, max_tokens=cap,
-                                                     scored=[scored[id(e)] for e in todo], vision=reference_vision)  # fmt: skip
-                computed.update({id(e): lp for e, lp in zip(todo, lps, strict=True)})
+                    computed.update({id(e): lp for e, lp in zip(todo, score(todo, self._reference(), reference_vision), strict=True)})
             return [computed[id(e)] for e in encoded]
 
         units = training_units(groups, cfg, reference_logprobs)
         kl_in_loss = cfg.grpo.kl_coef > 0 and not kl_in_reward(cfg)  # in the reward form it is in the advantages
 
-        # Update: one PPO-clipped step, forward/backward one length bucket of trajectories at a time
-        # (``optim.micro_batch`` rows, ``optim.micro_batch_tokens`` padded tokens).
+        # Update: one PPO-clipped step, forward/backward one group of trajectories at a time: a prompt's rollouts
+        # together, its prompt once (``optim.micro_batch`` rows, ``optim.micro_batch_tokens`` tokens), the rest alone.
         self.policy.model.train()
         self.optimizer.zero_grad()
         stats: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}
-        for bucket in length_buckets([len(u.trajectory.encoded.input_ids) for u in units], max_rows=step, max_tokens=cap):
-            chunk = [units[i] for i in bucket]
+        for rows, _prefix in prompt_groups(self.policy, [u.trajectory.encoded for u in units],
+                                           [u.trajectory.loss_mask for u in units], max_rows=step, max_tokens=cap):  # fmt: skip
+            chunk = [units[i] for i in rows]
             encoded = [u.trajectory.encoded for u in chunk]
-            logps = self.policy.batch_logprobs(encoded, micro_batch=step, max_tokens=cap,
-                                               scored=[scored[id(e)] for e in encoded])  # fmt: skip
+            logps = score(encoded)
             refs = reference_logprobs(encoded) if cfg.grpo.kl_coef > 0 else [None] * len(chunk)
             total = torch.zeros((), device=logps[0].device)
             for unit, logp, ref in zip(chunk, logps, refs, strict=True):

@@ -84,6 +84,16 @@ class _GrowingLayer(DynamicLayer):
         self._views()
 
 
+def chunk_positions(model: Any, chunk: torch.Tensor, types: torch.Tensor, grid: torch.Tensor | None) -> torch.Tensor:
+    """(3, 1, n) multimodal RoPE positions of a chunk of ids (1, n) that starts at position 0, with the grids of the
+    images it holds: the model's own ``get_rope_index``. Every position in a chunk is relative to its start, so a
+    chunk that follows a prefix takes these plus the prefix's largest position + 1."""
+    if grid is None:
+        return torch.arange(chunk.shape[1]).view(1, 1, -1).expand(3, 1, -1)
+    positions, _ = model.model.get_rope_index(input_ids=chunk, mm_token_type_ids=types, image_grid_thw=grid)
+    return positions.cpu()
+
+
 @dataclass
 class Session:
     """One episode's cache: the ids it holds (the conversation so far, the last sampled token excepted: it was
@@ -232,11 +242,7 @@ class CachedGenerator:
                 i += 1
 
     def _positions(self, chunk: torch.Tensor, types: torch.Tensor, grid: torch.Tensor | None) -> torch.Tensor:
-        """(3, 1, n) RoPE positions of a chunk that starts at position 0."""
-        if grid is None:
-            return torch.arange(chunk.shape[1]).view(1, 1, -1).expand(3, 1, -1)
-        positions, _ = self.policy.model.model.get_rope_index(input_ids=chunk, mm_token_type_ids=types, image_grid_thw=grid)
-        return positions.cpu()
+        return chunk_positions(self.policy.model, chunk, types, grid)
 
     def _n_layers(self) -> int:
         return int(self.policy.model.config.get_text_config().num_hidden_layers)

@@ -70,14 +70,14 @@ class VisionCache:
             fields["deepstack_features"] = [tuple(t for d in deep for t in d[layer]) for layer in range(len(deep[0]))]
         return self._type(**fields)
 
-    def features(self, prompt: Encoded, first: int = 0, keys: list[tuple] | None = None) -> Any:
-        """The encoder outputs of images ``first..`` of ``prompt``, as ``get_image_features`` returns them
-        (``keys``: the prompt's ``image_keys``, where the caller has them)."""
+    def features(self, prompt: Encoded, first: int = 0, keys: list[tuple] | None = None, *, stop: int | None = None) -> Any:
+        """The encoder outputs of images ``first:stop`` of ``prompt`` (default: to the last), as
+        ``get_image_features`` returns them (``keys``: the prompt's ``image_keys``, where the caller has them)."""
         version = self._weights_version()
         if version != self._weights:
             self._features.clear()
             self._weights = version
-        keys = (keys if keys is not None else self.image_keys(prompt))[first:]
+        keys = (keys if keys is not None else self.image_keys(prompt))[first:stop]
         grid, pixels = prompt.image_grid_thw, prompt.pixel_values
         starts = [0]
         for n in grid.prod(-1).tolist():
