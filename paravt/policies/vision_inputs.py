@@ -41,7 +41,7 @@ class ProcessedFrames:
     ``max_bytes`` of pixels, keyed by ``frame_digest``. The Qwen-VL processors treat each image on its own, so a
     batch's output is its frames' outputs in order (tested against one processor call)."""
 
-    def __init__(self, image_processor: Any, pixel_kwargs: dict | None = None, max_bytes: int = 256 << 20) -> None:
+    def __init__(self, image_processor: Any, pixel_kwargs: dict | None = None, max_bytes: int = 128 << 20) -> None:
         from collections import OrderedDict
 
         self.image_processor, self.pixel_kwargs, self.max_bytes = image_processor, dict(pixel_kwargs or {}), int(max_bytes)

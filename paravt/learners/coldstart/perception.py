@@ -26,7 +26,6 @@ import torch
 from paravt.learners.coldstart.sft import progress_iter, train_cross_entropy
 from paravt.learners.coldstart.teacher import describe, visible_events
 from paravt.learners.grpo import masked_mean
-from paravt.learners.trajectory import loss_positions
 from paravt.policies.encoded import Encoded
 from paravt.policies.hf import HFPolicy
 from paravt_env.data import VideoQASample
@@ -170,7 +169,7 @@ def build_examples(policy: HFPolicy, samples: list[VideoQASample], cfg: Percepti
 
 
 def example_loss(policy: HFPolicy, ex: PerceptionExample) -> torch.Tensor:
-    logp = policy.sequence_logprobs(ex.encoded, temperature=1.0, scored=loss_positions(ex.loss_mask))
+    logp = policy.sequence_logprobs(ex.encoded, temperature=1.0)
     mask = torch.tensor(ex.loss_mask[1:], dtype=torch.float32, device=logp.device)
     return -masked_mean(logp, mask)
 
