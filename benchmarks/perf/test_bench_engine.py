@@ -75,9 +75,16 @@ def policy_as_before(policy) -> None:  # noqa: ANN001
     policy._processed = lambda images: process_images(policy.image_processor, images, policy.pixel_kwargs)
 
 
-def as_before(trainer: Trainer) -> Trainer:
-    """The trainer as it ran before the engine (``policy_as_before``), with an update that computes every
-    position's logits and encodes every image it is given."""
+def as_before(trainer: Trainer, monkeypatch) -> Trainer:  # noqa: ANN001
+    """The trainer as it ran before the engine (``policy_as_before``), with an update in right-padded length
+    buckets that computes every position's logits, each sequence whole, and encodes every image it is given."""
+    from paravt.learners import trainer as trainer_module
+    from paravt.policies.encoded import length_buckets
+
+    def length_bucketed(policy, encodeds, masks, *, max_rows, max_tokens=None):  # noqa: ANN001, ANN202, ARG001
+        return [(b, 0) for b in length_buckets([len(e.input_ids) for e in encodeds], max_rows=max_rows, max_tokens=max_tokens)]
+
+    monkeypatch.setattr(trainer_module, "prompt_groups", length_bucketed)
     policy = trainer.policy
     policy_as_before(policy)
     scored_pass = policy.batch_logprobs
@@ -89,13 +96,13 @@ def as_before(trainer: Trainer) -> Trainer:
     return trainer
 
 
-def _trainer(tmp_path: Path, recipe: str, checkpoint: str, engine: str) -> Trainer:
+def _trainer(tmp_path: Path, recipe: str, checkpoint: str, engine: str, monkeypatch) -> Trainer:  # noqa: ANN001
     cfg = load_recipe(recipe, [f"model.path={checkpoint}", "perception.steps=0", "sft.steps=0", "data.heldout_n=0"])
     out = tmp_path / f"{recipe}_{engine}"
     shutil.rmtree(out, ignore_errors=True)
     trainer = Trainer(cfg, out, progress=False)
     trainer._reference()
-    return as_before(trainer) if engine == "reference" else trainer
+    return as_before(trainer, monkeypatch) if engine == "reference" else trainer
 
 
 class TurnTimer:
@@ -134,8 +141,8 @@ def _rollout_round(trainer: Trainer, timer: TurnTimer) -> dict[str, float]:
     return {"seconds": seconds, "tokens": sum(t.n_generated for t in trajs), "calls": sum(t.tool_calls for t in trajs)}
 
 
-def _bench_rollout(benchmark, tmp_path, recipe: str, checkpoint: str, engine: str) -> None:
-    trainer = _trainer(tmp_path, recipe, checkpoint, engine)
+def _bench_rollout(benchmark, tmp_path, recipe: str, checkpoint: str, engine: str, monkeypatch) -> None:  # noqa: ANN001
+    trainer = _trainer(tmp_path, recipe, checkpoint, engine, monkeypatch)
     timer = TurnTimer(trainer.policy)
     before = dict(trainer.policy.cached.stats)
     rows: list[dict] = []
@@ -152,8 +159,8 @@ def _bench_rollout(benchmark, tmp_path, recipe: str, checkpoint: str, engine: st
     trainer.close()
 
 
-def _bench_step(benchmark, tmp_path, recipe: str, checkpoint: str, engine: str) -> None:
-    trainer = _trainer(tmp_path, recipe, checkpoint, engine)
+def _bench_step(benchmark, tmp_path, recipe: str, checkpoint: str, engine: str, monkeypatch) -> None:  # noqa: ANN001
+    trainer = _trainer(tmp_path, recipe, checkpoint, engine, monkeypatch)
     rows: list[dict] = []
     torch.manual_seed(0)
     benchmark.pedantic(lambda: rows.append(trainer.rl_step()), rounds=ROUNDS, iterations=1)
@@ -164,26 +171,26 @@ def _bench_step(benchmark, tmp_path, recipe: str, checkpoint: str, engine: str) 
 
 @pytest.mark.parametrize("engine", ["reference", "engine"])
 @pytest.mark.benchmark(group="rollout, tiny_cpu (4 prompts x 4 rollouts)")
-def test_rollout_tiny(benchmark, tmp_path, tiny_checkpoint, engine):
-    _bench_rollout(benchmark, tmp_path, "tiny_cpu", tiny_checkpoint, engine)
+def test_rollout_tiny(benchmark, monkeypatch, tmp_path, tiny_checkpoint, engine):
+    _bench_rollout(benchmark, tmp_path, "tiny_cpu", tiny_checkpoint, engine, monkeypatch)
 
 
 @pytest.mark.parametrize("engine", ["reference", "engine"])
 @pytest.mark.benchmark(group="rollout, repro_cpu (2 prompts x 4 rollouts, K up to 64)")
-def test_rollout_repro(benchmark, tmp_path, repro_checkpoint, engine):
-    _bench_rollout(benchmark, tmp_path, "repro_cpu", repro_checkpoint, engine)
+def test_rollout_repro(benchmark, monkeypatch, tmp_path, repro_checkpoint, engine):
+    _bench_rollout(benchmark, tmp_path, "repro_cpu", repro_checkpoint, engine, monkeypatch)
 
 
 @pytest.mark.parametrize("engine", ["reference", "engine"])
 @pytest.mark.benchmark(group="RL step, tiny_cpu")
-def test_rl_step_tiny(benchmark, tmp_path, tiny_checkpoint, engine):
-    _bench_step(benchmark, tmp_path, "tiny_cpu", tiny_checkpoint, engine)
+def test_rl_step_tiny(benchmark, monkeypatch, tmp_path, tiny_checkpoint, engine):
+    _bench_step(benchmark, tmp_path, "tiny_cpu", tiny_checkpoint, engine, monkeypatch)
 
 
 @pytest.mark.parametrize("engine", ["reference", "engine"])
 @pytest.mark.benchmark(group="RL step, repro_cpu")
-def test_rl_step_repro(benchmark, tmp_path, repro_checkpoint, engine):
-    _bench_step(benchmark, tmp_path, "repro_cpu", repro_checkpoint, engine)
+def test_rl_step_repro(benchmark, monkeypatch, tmp_path, repro_checkpoint, engine):
+    _bench_step(benchmark, tmp_path, "repro_cpu", repro_checkpoint, engine, monkeypatch)
 
 
 @pytest.fixture(scope="module")
