@@ -85,7 +85,8 @@ def test_step_reference_trl(benchmark, tmp_path, checkpoint, monkeypatch):
                            max_steps=STEPS, per_device_train_batch_size=ROLLOUTS, num_generations=ROLLOUTS,
                            use_cpu=True, report_to=[], logging_steps=1, learning_rate=cfg.optim.lr,
                            temperature=TEMPERATURE, beta=cfg.grpo.kl_coef, save_strategy="no", seed=0,
-                           max_completion_length=NEW_TOKENS, max_tool_calling_iterations=0)  # fmt: skip
+                           max_completion_length=NEW_TOKENS, max_tool_calling_iterations=0,
+                           allow_rolled_back_crops=True)  # one turn: no tool response to roll back  # fmt: skip
     t0 = time.perf_counter()
     benchmark.pedantic(trainer.train, rounds=1, iterations=1)
     logs = [h for h in trainer.state.log_history if "completions/mean_length" in h]
