@@ -4,7 +4,8 @@
 # There (carry .whl):              bash benchmarks/gpu/gpu_session.sh PHASE     ($OUT: where the results go)
 #   tests    the model-dependent tests on CUDA (PARAVT_TEST_DEVICE=cuda)
 #   main     the main job with model.device=cuda, to the end
-#   step2b   benchmarks.gpu.gpu_step: 3 PARA-GRPO steps of a random Qwen3-VL-2B (recipe gpu_smoke)
+#   step2b   benchmarks.gpu.gpu_step: 3 PARA-GRPO steps of a random Qwen3-VL-2B (recipe gpu_smoke), then 1 step
+#            of the path before the rollout engine (--engine generate; its own 4-step cold start), beside it
 #   step8b   the same at 8B, 2 steps (by arithmetic it does not fit one GPU: the OOM and its peak are the figure)
 #   episode  the OpenRLHF executor's episode at 2B with the local engine: alignment, scripted and sampled
 #   memory   training log-probs at Qwen's vocabulary, chunked vs plain, on the GPU
@@ -36,7 +37,10 @@ case "$phase" in
         python3 -m paravt train --recipe tiny_cpu --out "$out/main" --no-progress model.device=cuda 2>&1 | tee "$out/main.log" ;;
     step2b)
         python3 -m benchmarks.gpu.gpu_step --out "$out/step2b" --no-progress 2>&1 | tee "$out/step2b.log"
-        cp "$out/step2b/gpu_step.json" "$out/step2b.json" ;;
+        cp "$out/step2b/gpu_step.json" "$out/step2b.json"
+        python3 -m benchmarks.gpu.gpu_step --out "$out/step2b_generate" --no-progress --engine generate --steps 1 2>&1 \
+            | tee -a "$out/step2b.log"
+        cp "$out/step2b_generate/gpu_step.json" "$out/step2b_generate.json" ;;
     step8b)
         # no SFT stage: its optimiser's fp32 masters would sit beside RL's (2 x 35 GB at 8B)
         python3 -m benchmarks.gpu.gpu_step --out "$out/step8b" --no-progress --steps 2 model.size=8b sft.steps=0 \

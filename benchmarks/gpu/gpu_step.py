@@ -59,7 +59,8 @@ def _measured_trainer():
     return MeasuredTrainer
 
 
-def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = True) -> dict[str, Any]:  # noqa: ANN001
+def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = True,  # noqa: ANN001
+        engine: str = "cached") -> dict[str, Any]:
     import torch
     import transformers
 
@@ -67,6 +68,7 @@ def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = 
     from paravt_env.memory import release_free_memory
 
     trainer = _measured_trainer()(cfg, out, progress=progress)
+    trainer.policy.engine = engine  # "generate": the path before the rollout engine, for a side-by-side figure
     try:
         device = trainer.policy.device
         peak = peak_tflops * 1e12 if peak_tflops else peak_flops(device)
@@ -159,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=None, help="RL steps to measure (default: the recipe's steps)")
     p.add_argument("--peak-tflops", type=float, default=None, help="the device's dense peak, for MFU (default: by GPU name)")
     p.add_argument("--quick", action="store_true", help="the recipe at tiny size (QUICK): a check of the pipeline in minutes, on a CPU too")
+    p.add_argument("--engine", choices=("cached", "generate"), default="cached",
+                   help="how rollouts generate: the rollout engine (default) or model.generate, the path before it")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("overrides", nargs="*", metavar="key=value")
     args = p.parse_args(argv)
@@ -170,8 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     # The cold start runs first and is timed as a whole: say so up front, so that its progress bars make sense.
     print(f"gpu_step: recipe {args.recipe}{' (--quick)' if args.quick else ''}, {cfg.model.size} model on "
           f"{cfg.model.device}: its cold start first (timed as a whole), then {steps} measured RL step(s)", flush=True)  # fmt: skip
-    result = run(cfg, out, steps, args.peak_tflops, progress=not args.no_progress)
-    result["recipe"], result["overrides"], result["quick"] = args.recipe, overrides, args.quick
+    result = run(cfg, out, steps, args.peak_tflops, progress=not args.no_progress, engine=args.engine)
+    result["recipe"], result["overrides"], result["quick"], result["engine"] = args.recipe, overrides, args.quick, args.engine
     (out / "gpu_step.json").write_text(json.dumps(result, indent=2) + "\n")
     if result["out_of_memory"]:
         oom = result["out_of_memory"]
