@@ -28,7 +28,15 @@ class EnvConfig:
     max_parallel: int = 5
     """Most crops executed in one turn (ParaVT: 5); extra calls are rejected with feedback."""
     max_turns: int = 3
-    """Most agent turns per episode (ParaVT: 3); the last one must answer."""
+    """Most agent turns per episode (ParaVT: 3); the last one must answer. With a ``crop_budget`` the episode
+    has ``crop_budget + 1`` turns instead (``turn_limit``)."""
+    crop_budget: int | None = None
+    """Most crops one episode may run, the same for both dispatch modes: the setting under which sequential and
+    parallel dispatch differ only in how the calls are dispatched. The episode then has ``crop_budget + 1``
+    turns whatever ``max_turns`` says (sequential dispatch can spend the budget one crop a turn and still
+    answer; parallel dispatch may use as few turns as it likes), and a call past the budget is refused with
+    feedback that says so, in both modes alike. Only crops that run count (a call refused for its window does
+    not). None: no total budget (``max_parallel`` a turn, ``max_turns`` turns)."""
     frame_budget: int = 64
     """Overview frames K when gating is off (ParaVT eval: 64)."""
     nframes_gating: bool = False
@@ -94,6 +102,11 @@ class EnvConfig:
     only what follows the prefix, the text the policy generated, as the release does (its reward decodes the
     loss-masked tokens only)."""
 
+    @property
+    def turn_limit(self) -> int:
+        """The episode's most turns: ``max_turns``, or ``crop_budget + 1`` under a crop budget."""
+        return self.max_turns if self.crop_budget is None else self.crop_budget + 1
+
     def __post_init__(self) -> None:
         if self.subagent_timeout is not None and not self.subagent_timeout > 0:
             raise ValueError(f"EnvConfig.subagent_timeout must be positive seconds or None, got {self.subagent_timeout!r}")
@@ -110,6 +123,8 @@ class EnvConfig:
             value = getattr(self, name)
             if not _is_int(value) or value < 1:
                 raise ValueError(f"EnvConfig.{name} must be an integer >= 1, got {value!r}")
+        if self.crop_budget is not None and (not _is_int(self.crop_budget) or self.crop_budget < 1):
+            raise ValueError(f"EnvConfig.crop_budget must be None or an integer >= 1, got {self.crop_budget!r}")
         if not _is_int(self.seed):
             raise ValueError(f"EnvConfig.seed must be an integer, got {self.seed!r}")
         self.gating_choices = tuple(self.gating_choices) if isinstance(self.gating_choices, (list, tuple)) else self.gating_choices

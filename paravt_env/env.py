@@ -162,7 +162,8 @@ class VideoToolEnv(gym.Env[dict, str]):
             "user_prompt": opening.user,
             "messages": opening.messages,
             "limits": {
-                "max_turns": cfg.max_turns,
+                "max_turns": cfg.turn_limit,
+                "crop_budget": cfg.crop_budget,
                 "max_parallel": cfg.max_parallel,
                 "dispatch": cfg.dispatch,
                 "crop_fps": cfg.crop_fps,

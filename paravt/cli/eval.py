@@ -64,6 +64,9 @@ def add_eval_options(p: argparse.ArgumentParser, *, single: bool) -> None:
     p.add_argument("--frame-budget", type=int, default=None, help="overview frames K (default: card, else 64)")
     p.add_argument("--max-turns", type=int, default=None, help="turns per episode (default: card, else 3)")
     p.add_argument("--max-parallel", type=int, default=None, help="crops per turn (default: card, else 5)")
+    p.add_argument("--crop-budget", type=int, default=None,
+                   help="most crops an episode may run, the same for both dispatch modes; the episode then has "
+                        "N + 1 turns, whatever --max-turns says (default: none)")
     p.add_argument("--crop-fps", type=float, default=None, help="crop frames per second (default: card, else 1)")
     p.add_argument("--crop-max-frames", type=int, default=None, help="frames per crop (default: card, else 16)")
     p.add_argument("--max-pixels", type=int, default=None, help="pixel budget per frame (default: card, else 50176)")

@@ -64,11 +64,14 @@ measured on the main job's held-out set (benchmarks/perf/test_bench_eval.py)."""
 
 
 def eval_settings(config: EnvConfig) -> dict[str, Any]:
-    return {k: getattr(config, k) for k in RECORDED}
+    settings = {k: getattr(config, k) for k in RECORDED}
+    if config.crop_budget is not None:  # recorded only when set: evaluations made before it existed resume as they were
+        settings["crop_budget"] = config.crop_budget
+    return settings
 
 
 OPTION_KEYS = ("frame_budget", "max_turns", "max_parallel", "crop_fps", "crop_max_frames", "max_pixels",
-               "prompt_mode", "tool_result")  # fmt: skip
+               "prompt_mode", "tool_result", "crop_budget")  # fmt: skip
 """Env options that default to the checkpoint's policy card, then to the paper's values."""
 
 

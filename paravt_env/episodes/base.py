@@ -28,6 +28,8 @@ class EpisodeConfig(Protocol):
     prompt_mode: str
     dispatch: str
     max_turns: int
+    crop_budget: int | None
+    turn_limit: int
     max_parallel: int
     crop_fps: float
     crop_max_frames: int
@@ -116,7 +118,9 @@ class Episode(ABC):
     @classmethod
     def check(cls, config: EpisodeConfig) -> None:
         """Raise ``ValueError`` naming an option this protocol cannot take (called by ``EnvConfig``)."""
-        return None  # most protocols take every option
+        if cls.release and config.crop_budget is not None:
+            raise ValueError(f"EnvConfig.crop_budget is a paravt-protocol option: protocol={config.protocol!r} runs "
+                             "the release's own turn rules")  # fmt: skip
 
     @classmethod
     def prompt_mode_name(cls, mode: str) -> str:

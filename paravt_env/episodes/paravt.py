@@ -22,8 +22,13 @@ class ParaVTEpisode(Episode):
 
     name = "paravt"
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.crops_spent = 0  # crops run so far (``EnvConfig.crop_budget``)
+
     @classmethod
     def check(cls, config: EpisodeConfig) -> None:
+        super().check(config)
         if config.video_channel != "image_url":
             raise ValueError(f'EnvConfig.video_channel="{config.video_channel}" is a release-protocol option (protocol="release")')
 
@@ -50,7 +55,7 @@ class ParaVTEpisode(Episode):
             out.terminated = True
             out.tool_calls["rejected"] = len(calls)  # an answer ends the episode; calls beside it never run
             return out
-        if turn >= cfg.max_turns:
+        if turn >= cfg.turn_limit:
             out.truncated = True
             out.tool_calls["rejected"] = len(calls)
             return out
@@ -67,7 +72,9 @@ class ParaVTEpisode(Episode):
             subagent=cfg.subagent,
             question=self.sample.question_with_options(),
             subagent_timeout=cfg.subagent_timeout,
+            budget=None if cfg.crop_budget is None else (cfg.crop_budget, self.crops_spent),
         )
+        self.crops_spent += report.count("executed") + report.count("failed")
         for status in ("executed", "rejected", "failed"):
             out.tool_calls[status] = report.count(status)
         out.crops = [_crop_record(r, calls[r.call_index]) for r in report.results]
@@ -89,7 +96,11 @@ class ParaVTEpisode(Episode):
             subtitles = parse_srt(sample.extra.get("subtitle_path"))
             if subtitles:
                 lines.insert(2, f"The video's subtitles:\n{subtitles}")
-        if cfg.prompt_mode.startswith("agentic"):
+        if cfg.prompt_mode.startswith("agentic") and cfg.crop_budget is not None:
+            per_turn = "one call a turn" if cfg.dispatch == "sequential" else f"up to {cfg.max_parallel} calls in one turn"
+            lines.append(f"You may call crop_video to look closer: at most {cfg.crop_budget} crops in all, {per_turn}, "
+                         f"{cfg.turn_limit} turns in all.")  # fmt: skip
+        elif cfg.prompt_mode.startswith("agentic"):
             lines.append(
                 f"You may call crop_video to look closer, several times in one turn (up to {cfg.max_parallel} "
                 f"calls, {cfg.max_turns} turns in all)."
@@ -98,9 +109,15 @@ class ParaVTEpisode(Episode):
         return "\n".join(lines)
 
     def _turn_prompt(self, turn: int) -> str:
-        remaining = self.config.max_turns - turn
-        if remaining <= 1 and self.config.force_final_answer:
+        cfg = self.config
+        remaining = cfg.turn_limit - turn
+        if remaining <= 1 and cfg.force_final_answer:
             return "This is your last turn: no more tool calls. " + ANSWER_FORMATS[self.sample.question_type]
+        if cfg.crop_budget is not None:
+            left = cfg.crop_budget - self.crops_spent
+            if left <= 0:
+                return f"Your crop budget is spent ({cfg.crop_budget} crops): give your final answer. " + ANSWER_FORMATS[self.sample.question_type]
+            return f"You have {remaining} turns and {left} crops left. Call crop_video again or give your final answer."
         return f"You have {remaining} turns left. Call crop_video again or give your final answer."
 
 

@@ -66,6 +66,7 @@ class ReleaseDialogue(Episode):
 
     @classmethod
     def check(cls, config: EpisodeConfig) -> None:
+        super().check(config)
         release_mode(config.prompt_mode)  # raises, naming the modes the release has
 
     @classmethod

@@ -105,6 +105,8 @@ def effective_options(config: EnvConfig) -> dict[str, Any]:
     env's defaults, which can be above an operator's ceiling: 64 overview frames under gating, 5 crops a turn)."""
     values = {key: getattr(config, key) for key in ("frame_budget", "max_pixels", "min_pixels", "crop_max_frames",
                                                      "crop_fps", "max_parallel", "max_turns", "max_action_chars")}  # fmt: skip
+    if config.crop_budget is not None:  # a crop budget sets the episode's turns (EnvConfig.turn_limit)
+        values["crop_budget"] = config.crop_budget
     if config.nframes_gating:
         values["gating_choices"] = list(config.gating_choices)
     return values
@@ -119,7 +121,7 @@ def check_bounds(options: dict[str, Any], limits: EnvServerLimits, named: dict[s
     ceilings = {"frame_budget": limits.max_frame_budget, "max_pixels": limits.max_pixels, "min_pixels": limits.max_pixels,
                 "crop_max_frames": limits.max_crop_frames, "crop_fps": limits.max_crop_fps,
                 "max_parallel": limits.max_parallel, "max_turns": limits.max_turns,
-                "max_action_chars": limits.max_action_chars}  # fmt: skip
+                "crop_budget": limits.max_turns - 1, "max_action_chars": limits.max_action_chars}  # fmt: skip
     for key, ceiling in ceilings.items():
         value = options.get(key)
         if _number(value) and value > ceiling:

@@ -36,10 +36,13 @@ class TurnToolReport:
 
 
 def _plan(
-    calls: Sequence[ToolCallLike], mode: str, max_parallel: int, duration: float, video_path: str
+    calls: Sequence[ToolCallLike], mode: str, max_parallel: int, duration: float, video_path: str,
+    budget: tuple[int, int] | None = None,
 ) -> list[CropResult]:
-    """Decide, per call, whether it runs: validation, then the dispatch mode's limit."""
+    """Decide, per call, whether it runs: the dispatch mode's limit, validation, then the episode's crop budget
+    (``(total, spent)``: a valid call past it is refused, in both modes alike)."""
     limit = 1 if mode == "sequential" else max_parallel
+    left = None if budget is None else budget[0] - budget[1]
     results = []
     for i, call in enumerate(calls):
         if i >= limit:
@@ -51,7 +54,12 @@ def _plan(
             results.append(CropResult(call_index=i, request=None, error=reason, status="rejected"))
             continue
         checked = validate_crop(call, duration, video_path)
-        if isinstance(checked, CropRequest):
+        if isinstance(checked, CropRequest) and left is not None and left <= 0:
+            results.append(CropResult(call_index=i, request=None, status="rejected",
+                                      error=f"not executed: the episode's crop budget of {budget[0]} crops is spent"))  # fmt: skip
+        elif isinstance(checked, CropRequest):
+            if left is not None:
+                left -= 1
             results.append(CropResult(call_index=i, request=checked))
         else:
             results.append(CropResult(call_index=i, request=None, error=checked, status="rejected"))
@@ -71,8 +79,10 @@ def run_tool_calls(
     subagent: SubAgent | BatchSubAgent | None = None,
     question: str = "",
     subagent_timeout: float | None = None,
+    budget: tuple[int, int] | None = None,
 ) -> TurnToolReport:
-    """Validate and execute one turn's calls. Never raises for a bad call: it becomes a result with an error."""
+    """Validate and execute one turn's calls (``budget``: the episode's crop budget and the crops it has run).
+    Never raises for a bad call: it becomes a result with an error."""
     if mode not in DISPATCH_MODES:
         raise ValueError(f"dispatch must be one of {DISPATCH_MODES}, got {mode!r}")
     if tool_result not in TOOL_RESULT_MODES:
@@ -80,7 +90,7 @@ def run_tool_calls(
     if tool_result == "subagent" and subagent is None:
         raise ValueError('tool_result="subagent" needs a sub-agent callable (EnvConfig.subagent)')
     t0 = time.perf_counter()
-    results = _plan(calls, mode, max_parallel, reader.duration, video_path)
+    results = _plan(calls, mode, max_parallel, reader.duration, video_path, budget)
     runnable = [r for r in results if r.status == "executed"]
 
     def decode(result: CropResult) -> None:
