@@ -75,10 +75,12 @@ def play_episode(
         action = agent.act(obs, info) if reads_info else agent.act(obs)
         actions.append(action)
         obs, reward, terminated, truncated, info = env.step(action)
-        gens = getattr(agent, "generations", None)  # model agents keep their generations (token ids)
-        ids = getattr(gens[-1], "token_ids", None) if gens else None
+        gens = getattr(agent, "generations", None)  # model agents keep their generations (token counts)
+        last = gens[-1] if gens else None
+        ids = getattr(last, "token_ids", None)
+        tokens = len(ids) if ids else getattr(last, "completion_tokens", None)
         steps.append(turn_entry(action if isinstance(action, str) else repr(action), info, obs["timestamps"],
-                                tokens=len(ids) if ids else None))  # fmt: skip
+                                tokens=tokens, prompt_tokens=getattr(last, "prompt_tokens", None)))  # fmt: skip
         turns += 1
         requested += info["tool_calls"]["requested"]
         executed += info["tool_calls"]["executed"]

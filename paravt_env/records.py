@@ -14,7 +14,10 @@ Schema ``paravt-episode/1`` (a JSON object; times in seconds of the video; non-f
 - ``turns``: per agent turn, ``text`` (what the agent wrote), ``crops`` (per call: ``call``, ``start``,
   ``end``, ``status`` executed / rejected / failed, ``frames``, ``timestamps``, ``error``), ``frames``
   (timestamps of the frames the next observation carried), ``parse_problems``, ``timing`` (decode, sub-agent,
-  tool wall and total seconds), and ``tokens`` (generated tokens) where the agent's policy reports them;
+  tool wall and total seconds), and ``tokens`` (generated tokens) and ``prompt_tokens`` (the context the turn
+  was generated from) where the agent's policy reports them;
+- ``cost``: what the episode cost (``episode_cost``: turns, crops, frames decoded, generated and prompt tokens,
+  model calls, wall seconds concurrent and serial), where the record was made by ``paravt eval`` or a rollout;
 - ``reward``: the reward terms (``total``, ``accuracy``, ``format``, ``tool``);
 - training rollouts add ``step`` (the RL step) and ``epoch``.
 """
@@ -81,8 +84,10 @@ def episode_record(sample: Any, *, duration: float | None, frame_budget: int, ov
     })  # fmt: skip
 
 
-def turn_entry(text: str, info: dict[str, Any], frames: Any, tokens: int | None = None) -> dict[str, Any]:
-    """One ``turns`` entry from an env step: the action, its ``info`` and the observation's frame times."""
+def turn_entry(text: str, info: dict[str, Any], frames: Any, tokens: int | None = None,
+               prompt_tokens: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """One ``turns`` entry from an env step: the action, its ``info`` and the observation's frame times
+    (``tokens``: generated; ``prompt_tokens``: the context the turn was generated from, where the policy says)."""
     from dataclasses import asdict, is_dataclass
 
     timing = info.get("timing")
@@ -90,7 +95,44 @@ def turn_entry(text: str, info: dict[str, Any], frames: Any, tokens: int | None 
              "parse_problems": list(info.get("parse_problems", [])), "timing": asdict(timing) if is_dataclass(timing) else {}}  # fmt: skip
     if tokens is not None:
         entry["tokens"] = int(tokens)
+    if prompt_tokens is not None:
+        entry["prompt_tokens"] = int(prompt_tokens)
     return entry
+
+
+COST_KEYS = ("turns", "crops", "frames_decoded", "generated_tokens", "prompt_tokens", "model_calls", "wall_s",
+             "wall_s_serial")  # fmt: skip
+"""What an episode cost (``episode_cost``); ``summary.json``'s ``cost`` holds their means over episodes."""
+
+
+def episode_cost(record: dict[str, Any], *, subagent: bool = False) -> dict[str, Any]:
+    """What one episode cost, from its record: ``turns``; ``crops`` run; ``frames_decoded`` (overview and crop
+    frames); ``generated_tokens`` and ``prompt_tokens`` (the context each turn was generated from, summed over
+    turns: what a policy without a kept cache re-reads; null where the policy reports no tokens, e.g. a scripted
+    one); ``model_calls`` (the main agent's generations and, with ``subagent``, one sub-agent call per crop run);
+    ``wall_s`` (a turn's crops and sub-agents run concurrently, as they ran) and ``wall_s_serial`` (the same with
+    each turn's tool phase replaced by its crops' decode seconds one after another plus its sub-agent seconds)."""
+    turns = record.get("turns") or []
+    crops = sum(1 for t in turns for c in t.get("crops", []) if c.get("status") == "executed")
+    frames = len(record.get("overview") or []) + sum(
+        int(c.get("frames") or 0) for t in turns for c in t.get("crops", []) if c.get("status") == "executed")
+    generated = [t["tokens"] for t in turns if t.get("tokens") is not None]
+    prompts = [t["prompt_tokens"] for t in turns if t.get("prompt_tokens") is not None]
+    model = bool(generated)
+    wall = float(record.get("wall_s") or 0.0)
+    timings = [t.get("timing") or {} for t in turns]
+    serial = wall + sum(float(x.get("decode_s") or 0.0) + float(x.get("subagent_s") or 0.0)
+                        - float(x.get("tool_wall_s") or 0.0) for x in timings)  # fmt: skip
+    return {"turns": len(turns), "crops": crops, "frames_decoded": frames,
+            "generated_tokens": sum(generated) if model else None, "prompt_tokens": sum(prompts) if prompts else None,
+            "model_calls": (len(turns) if model else 0) + (crops if subagent else 0),
+            "wall_s": round(wall, 4), "wall_s_serial": round(max(serial, wall), 4)}  # fmt: skip
+
+
+def with_cost(record: dict[str, Any], *, subagent: bool = False) -> dict[str, Any]:
+    """``record`` with its ``cost`` (``episode_cost``) added."""
+    record["cost"] = episode_cost(record, subagent=subagent)
+    return record
 
 
 def prompt_sha(info: dict[str, Any]) -> str | None:

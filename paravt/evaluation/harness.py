@@ -49,7 +49,7 @@ from paravt_env import EnvConfig, VideoQASample, VideoToolEnv, storage
 from paravt_env.episodes import episode_class, episode_of, resolve_protocol
 from paravt_env.play import play_episode
 from paravt_env.protocol import THINK_PREFIX
-from paravt_env.records import episode_record
+from paravt_env.records import episode_record, with_cost
 from paravt_env.tools import PENDING_SUBAGENT, PendingSubAgent
 
 RECORDED = ("dispatch", "frame_budget", "max_turns", "max_parallel", "prompt_mode", "tool_result", "crop_fps",
@@ -210,6 +210,7 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
               run_config: dict[str, Any] | None, seed: int | None = None) -> dict[str, Any]:  # fmt: skip
     check_config(out, {**(run_config or {}), **eval_settings(config)})
     release = episode_of(config).release
+    subagent_mode = config.tool_result == "subagent"  # each crop run is a sub-agent call (the cost's model_calls)
     # Rows that failed for a transient reason (server down, timeout) are run again; the rest are kept.
     existing = [r for r in read_results(out / RESULTS) if not r.get("transient")]
     done = {r["id"] for r in existing}
@@ -264,12 +265,13 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
                 prediction=prediction, answer=answer, score=score, correct=correct, reward=ep.reward,
                 tool_calls=ep.tool_calls, turns=ep.turns, frame_budget=ep.frame_budget,
                 wall_s=time.perf_counter() - t0, error=ep.final_info.get("error"), extra=extra,
-                episode=episode_record(
+                episode=with_cost(episode_record(
                     sample, duration=ep.duration, frame_budget=ep.frame_budget, overview=ep.overview, turns=ep.steps,
                     reward=ep.breakdown, prediction=prediction, score=score, correct=correct, wall_s=ep.wall_s,
                     system_prompt_sha=ep.system_prompt_sha,
                     truth_span=grounding_span(sample.answer) if sample.question_type == "tvg" else None,
                     predicted_span=predicted_span(sample, prediction, ep.final_info, release=release)),
+                    subagent=subagent_mode),
                 inputs=input_identity(sample),
             )  # fmt: skip
         except Exception as exc:  # one sample's failure is recorded and counted, never fatal

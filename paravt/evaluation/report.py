@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from paravt.evaluation.store import CONFIG
+from paravt_env.records import COST_KEYS
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,23 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     by_overview = overview_split(rows)
     if by_overview:
         summary["by_overview"] = by_overview
+    cost = cost_means(rows)
+    if cost:
+        summary["cost"] = cost
     return summary
+
+
+def cost_means(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The mean per episode of each ``paravt_env.records.COST_KEYS`` column over the rows whose episode record
+    has its cost (``n``: how many; a column no row reports, e.g. tokens of a scripted policy, is null)."""
+    costs = [r["episode"]["cost"] for r in rows if isinstance(r.get("episode"), dict) and isinstance(r["episode"].get("cost"), dict)]
+    if not costs:
+        return {}
+    out: dict[str, Any] = {"n": len(costs)}
+    for key in COST_KEYS:
+        values = [c[key] for c in costs if c.get(key) is not None]
+        out[key] = _mean(values) if values else None
+    return out
 
 
 def overview_showed(episode: dict[str, Any]) -> bool | None:

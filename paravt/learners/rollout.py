@@ -11,7 +11,7 @@ from paravt.learners.trajectory import Trajectory, TrajectoryBuilder, single_tur
 from paravt.policies.agent import PolicySubAgent
 from paravt.policies.hf import HFPolicy
 from paravt_env.messages import observation_messages
-from paravt_env.records import episode_record, prompt_sha, turn_entry
+from paravt_env.records import episode_record, prompt_sha, turn_entry, with_cost
 from paravt_env.rewards import parse_span
 
 
@@ -70,7 +70,8 @@ def run_batch(
         for i, gen in zip(live, gens, strict=True):
             builders[i].add_turn(gen)
             obs, reward, term, trunc, info = envs[i].step(gen.text)
-            steps[i].append(turn_entry(gen.text, info, obs["timestamps"], tokens=len(gen.token_ids)))
+            steps[i].append(turn_entry(gen.text, info, obs["timestamps"], tokens=len(gen.token_ids),
+                                       prompt_tokens=gen.prompt_tokens))  # fmt: skip
             counts[i][0] += 1
             counts[i][1] += info["tool_calls"]["executed"]
             if term or trunc:
@@ -93,6 +94,7 @@ def run_batch(
             predicted_span=parse_span(res["prediction"]) if grounding else None,
             epoch=int(info.get("epoch", 0)),
         )  # fmt: skip
+        with_cost(record, subagent=envs[k].unwrapped.config.tool_result == "subagent")
         trajectories.append(
             Trajectory(
                 input_ids=list(b.encoded.input_ids),

@@ -27,6 +27,11 @@ class Generation:
     prefix: str = ""  # forced text before the generation (e.g. "<think>\n"); not generated, not in token_ids
     prefix_ids: list[int] = field(default_factory=list)
     finish_reason: str = "stop"  # "stop" (end-of-turn token) or "length"
+    prompt_tokens: int | None = None
+    """Tokens of the context this turn was generated from (what a policy without a kept cache reads again every
+    turn), where the policy knows (a server's ``usage``); None where it does not."""
+    completion_tokens: int | None = None
+    """Tokens generated, where a server reports them without the ids (OpenAI ``usage``); else ``len(token_ids)``."""
 
 
 @runtime_checkable

@@ -259,11 +259,11 @@ class HFPolicy:
                 for bucket in length_buckets([len(p.input_ids) for p in prompts], max_tokens=self.batch_tokens):
                     rows = self._hf_generate([prompts[i] for i in bucket], temperature, max_new_tokens)
                     for i, row in zip(bucket, rows, strict=True):
-                        out[i] = self._generation(*row, prefix)
+                        out[i] = self._generation(*row, prefix, len(prompts[i].input_ids))
                 return out  # type: ignore[return-value]
             rows = self.cached.generate(prompts, keys, temperature=temperature, top_p=self.top_p,
                                         max_new_tokens=max_new_tokens, batch_tokens=self.batch_tokens)  # fmt: skip
-            return [self._generation(*row, prefix) for row in rows]
+            return [self._generation(*row, prefix, len(p.input_ids)) for row, p in zip(rows, prompts, strict=True)]
 
     def end_sessions(self, keys: Sequence[Any]) -> None:
         """The episodes under these session keys ended: their caches are dropped."""
@@ -276,7 +276,8 @@ class HFPolicy:
         with self._lock:
             self.cached.reset()
 
-    def _generation(self, token_ids: list[int], logprobs: list[float], stopped: bool, prefix: str) -> Generation:
+    def _generation(self, token_ids: list[int], logprobs: list[float], stopped: bool, prefix: str,
+                    prompt_tokens: int | None = None) -> Generation:  # fmt: skip
         text = self.tokenizer.decode([t for t in token_ids if t not in self.eos_ids], skip_special_tokens=False)
         return Generation(
             text=prefix + text,
@@ -285,6 +286,7 @@ class HFPolicy:
             prefix=prefix,
             prefix_ids=self.tokenizer.encode(prefix, add_special_tokens=False) if prefix else [],
             finish_reason="stop" if stopped else "length",
+            prompt_tokens=prompt_tokens,
         )
 
     def _hf_generate(self, prompts: Sequence[Encoded], temperature: float, max_new_tokens: int

@@ -221,10 +221,18 @@ class OpenAIPolicy:
         except (KeyError, IndexError, TypeError):
             raise ServerError(f"{self.base_url} answered without a completion: {json.dumps(reply)[:300]}") from None
         finish = "length" if choice.get("finish_reason") == "length" else "stop"
-        return Generation(text=text, token_ids=[], logprobs=[], finish_reason=finish)
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
+        return Generation(text=text, token_ids=[], logprobs=[], finish_reason=finish,
+                          prompt_tokens=token_count(usage.get("prompt_tokens")),
+                          completion_tokens=token_count(usage.get("completion_tokens")))  # fmt: skip
 
     def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int | None = None) -> list[Generation]:
         return list(self._pool.map(lambda c: self._one(c, max_new_tokens), conversations))
+
+
+def token_count(value: Any) -> int | None:
+    """A token count a server reported, if it is one (a non-negative integer below 10^9), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**9 else None
 
 
 class SGLangPolicy:
@@ -263,7 +271,8 @@ class SGLangPolicy:
             raise ServerError(f"{self.base_url}/generate answered without token log-probs: {json.dumps(reply)[:300]}") from None
         kind = finish.get("type") if isinstance(finish, dict) else str(finish)
         return Generation(text=reply.get("text", ""), token_ids=ids, logprobs=logprobs,
-                          finish_reason="length" if kind == "length" else "stop")  # fmt: skip
+                          finish_reason="length" if kind == "length" else "stop",
+                          prompt_tokens=token_count(meta.get("prompt_tokens")))  # fmt: skip
 
     def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int | None = None) -> list[Generation]:
         return list(self._pool.map(lambda c: self._one(c, max_new_tokens), conversations))

@@ -29,3 +29,9 @@ def test_a_greedy_model_evaluation_is_batched_and_equals_one_episode_at_a_time(s
         turns = [(t["text"], t["tokens"], t["crops"]) for t in r["episode"]["turns"]]
         assert turns == [(t["text"], t["tokens"], t["crops"]) for t in rows[r["id"]]["episode"]["turns"]]
     assert batched["n"] == alone["n"] == len(samples) and len(samples) <= BATCHED_EPISODES
+    for r in rows.values():  # a model policy's cost: its tokens, the contexts it read, one call a turn
+        cost, turns = r["episode"]["cost"], r["episode"]["turns"]
+        assert cost["generated_tokens"] == sum(t["tokens"] for t in turns) > 0
+        assert cost["prompt_tokens"] == sum(t["prompt_tokens"] for t in turns) > cost["generated_tokens"]
+        assert cost["model_calls"] == len(turns)
+    assert batched["cost"]["generated_tokens"] == alone["cost"]["generated_tokens"]

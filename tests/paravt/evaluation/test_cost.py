@@ -1,0 +1,43 @@
+"""Each episode's cost in its record and the means in ``summary.json`` (issue 58: cost beside accuracy)."""
+
+import json
+
+import pytest
+
+from paravt.baselines import make_baseline
+from paravt.evaluation.harness import evaluate
+from paravt.evaluation.store import read_results
+from paravt_env import EnvConfig
+from paravt_env.records import COST_KEYS, episode_cost
+
+
+@pytest.mark.parametrize("dispatch", ["parallel", "sequential"])
+def test_a_scripted_evaluation_records_what_each_episode_cost(synth_small, tmp_path, dispatch):
+    _, samples = synth_small
+    config = EnvConfig(frame_budget=4, crop_max_frames=3, dispatch=dispatch, crop_budget=4)
+    summary = evaluate(samples[:4], lambda: make_baseline("detector"), tmp_path / "ev", config, progress=False)
+    rows = read_results(tmp_path / "ev" / "results.jsonl")
+    for row in rows:
+        record, cost = row["episode"], row["episode"]["cost"]
+        executed = [c for t in record["turns"] for c in t["crops"] if c["status"] == "executed"]
+        assert cost["turns"] == row["turns"] == len(record["turns"])
+        assert cost["crops"] == row["tool_calls"] == len(executed) <= 4
+        assert cost["frames_decoded"] == len(record["overview"]) + sum(c["frames"] for c in executed)
+        assert cost["generated_tokens"] is None and cost["prompt_tokens"] is None and cost["model_calls"] == 0
+        assert cost["wall_s_serial"] >= cost["wall_s"] > 0
+    assert any(r["episode"]["cost"]["crops"] > 0 for r in rows)
+    saved = json.loads((tmp_path / "ev" / "summary.json").read_text())["cost"]
+    assert saved == summary["cost"] and saved["n"] == len(rows) == 4
+    for key in ("turns", "crops", "frames_decoded", "wall_s"):
+        assert saved[key] == pytest.approx(sum(r["episode"]["cost"][key] for r in rows) / len(rows))
+    assert saved["generated_tokens"] is None and set(COST_KEYS) <= set(saved)
+
+
+def test_a_model_turns_tokens_and_contexts_are_summed():
+    record = {"overview": [1.0, 2.0], "wall_s": 3.0, "turns": [
+        {"tokens": 10, "prompt_tokens": 100, "crops": [{"status": "executed", "frames": 4}, {"status": "rejected", "frames": 0}],
+         "timing": {"decode_s": 0.5, "subagent_s": 0.2, "tool_wall_s": 0.3}},
+        {"tokens": 5, "prompt_tokens": 160, "crops": [], "timing": {}}]}  # fmt: skip
+    cost = episode_cost(record, subagent=True)
+    assert cost == {"turns": 2, "crops": 1, "frames_decoded": 6, "generated_tokens": 15, "prompt_tokens": 260,
+                    "model_calls": 3, "wall_s": 3.0, "wall_s_serial": 3.4}  # fmt: skip
