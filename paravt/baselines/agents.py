@@ -2,7 +2,8 @@
 
 - ``detector``: reads the needles in every frame it is shown; when the overview does not settle the
   question it spreads crops over what it has not seen well — all of a turn's crops at once under parallel
-  dispatch, one per turn under sequential dispatch — and answers as soon as the evidence suffices.
+  dispatch, one per turn under sequential dispatch, never more than the episode's crop budget — and answers as
+  soon as the evidence suffices.
 - ``no_tool``: answers from the overview alone.
 - ``uniform``: one turn of fixed crops tiling the video, whatever it saw, then answers.
 - ``oracle``: crops the recorded event windows (it reads ``sample.events``): an upper bound on cropping.
@@ -37,9 +38,16 @@ class ScriptedAgent:
     def reset(self, obs: dict[str, Any], info: dict[str, Any], sample: VideoQASample | None = None) -> None:
         limits = info.get("limits", {})
         self.max_turns = int(limits.get("max_turns", 3))
-        self.n_crops = (
-            1 if limits.get("dispatch", "parallel") == "sequential" else int(limits.get("max_parallel", 5))
-        )
+        # It plans as many windows as one parallel turn runs (``n_crops``) and issues them ``per_turn`` at a time:
+        # all at once under parallel dispatch, one a turn under sequential dispatch (the rest wait in ``_queue``
+        # and go out in the next turns), so the two modes differ only in how the same calls are dispatched.
+        self.n_crops = int(limits.get("max_parallel", 5))
+        self.per_turn = 1 if limits.get("dispatch", "parallel") == "sequential" else self.n_crops
+        budget = limits.get("crop_budget")
+        self.crops_left = None if budget is None else int(budget)  # the episode's crop budget, where it has one
+        if self.crops_left is not None:
+            self.n_crops = min(self.n_crops, self.crops_left)
+        self._queue: list[tuple[float, float]] = []
         self.max_frames = int(limits.get("crop_max_frames", 16))
         self.query: Query = parse_query(obs["text"], info.get("duration"))
         self.duration = self.query.duration
@@ -50,10 +58,21 @@ class ScriptedAgent:
     def act(self, obs: dict[str, Any]) -> str:
         self.evidence.add(obs["timestamps"], detect_all(obs["frames"], obs["timestamps"]))
         turn, self.turn = self.turn, self.turn + 1
-        windows = [] if turn >= self.max_turns - 1 else self.plan(turn)
+        spent = self.crops_left is not None and self.crops_left <= 0
+        windows = [] if turn >= self.max_turns - 1 or spent else self._next_windows(turn)
+        if self.crops_left is not None:
+            windows = windows[: self.crops_left]
+            self.crops_left -= len(windows)
         if not windows:
             return self.final_answer()
         return self.tool_turn(windows)
+
+    def _next_windows(self, turn: int) -> list[tuple[float, float]]:
+        """This turn's calls: the queued windows of the last plan first (sequential dispatch), else a new plan."""
+        if not self._queue:
+            self._queue = list(self.plan(turn))
+        windows, self._queue = self._queue[: self.per_turn], self._queue[self.per_turn :]
+        return windows
 
     def plan(self, turn: int) -> list[tuple[float, float]]:  # pragma: no cover - overridden
         return []

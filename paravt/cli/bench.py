@@ -1,4 +1,4 @@
-"""``paravt bench dispatch``: parallel vs sequential tool dispatch (and no tools) on the same samples."""
+"""``paravt bench dispatch``: sequential against parallel dispatch at matched crop budgets, with their cost."""
 
 from __future__ import annotations
 
@@ -8,36 +8,48 @@ import argparse
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
     which = p.add_subparsers(dest="bench", metavar="BENCH", required=True)
-    d = which.add_parser("dispatch", help="parallel vs sequential vs no-tool on the same samples")
+    d = which.add_parser("dispatch", help="sequential vs parallel dispatch at matched crop budgets, accuracy and cost")
     d.add_argument("--data", required=True, help="samples file or directory holding samples.jsonl")
-    d.add_argument(
-        "--policy", default="detector", help="scripted policy: detector, uniform, oracle (default detector)"
-    )
-    d.add_argument("--frame-budget", type=int, default=8, help="overview frames K (default 8)")
-    d.add_argument("--max-turns", type=int, default=3, help="turns per episode (default 3)")
-    d.add_argument("--max-parallel", type=int, default=5, help="crops per turn in parallel mode (default 5)")
+    d.add_argument("--policy", default="detector",
+                   help="any policy paravt eval takes: detector, uniform, oracle, hf:PATH, openai:URL, sglang:URL "
+                        "(default detector)")  # fmt: skip
+    d.add_argument("--crop-budget", default="1,2,4,8",
+                   help="crop budgets to run both modes at, comma-separated (default 1,2,4,8): the same crops for both "
+                        "modes, budget + 1 turns")  # fmt: skip
+    d.add_argument("--frame-budget", type=int, default=None, help="overview frames K (default: a checkpoint's card, else 8)")
+    d.add_argument("--max-parallel", type=int, default=None, help="crops per turn in parallel mode (default: card, else 5)")
+    d.add_argument("--max-new-tokens", type=int, default=None, help="model policies: tokens per turn (default: card, else 2048)")
+    d.add_argument("--concurrency", type=int, default=1,
+                   help="episodes in flight (default 1: each episode's wall time is its own latency)")
     d.add_argument("--limit", type=int, default=None, help="only the first N samples")
-    d.add_argument("--out", required=True, help="result JSON (a .md table and a .png chart go beside it)")
+    d.add_argument("--out", required=True, help="output directory (rerun with the same --out to resume)")
     d.add_argument("--no-progress", action="store_true", help="no progress bars")
     d.set_defaults(func=run_dispatch)
 
 
 def run_dispatch(args: argparse.Namespace) -> int:
-    from paravt.evaluation.dispatch_bench import run_dispatch_benchmark, to_markdown, write_results
+    from paravt.evaluation.dispatch_bench import (
+        parse_budgets,
+        run_dispatch_benchmark,
+        to_markdown,
+        write_results,
+    )
+    from paravt.evaluation.policy_specs import preflight
     from paravt_env import load_samples
 
+    budgets = parse_budgets(args.crop_budget)
+    if args.concurrency < 1:
+        raise ValueError(f"--concurrency must be at least 1, got {args.concurrency}")
     # Every row asked for counts in n (a missing video is an error row), as in paravt eval.
     samples = load_samples(args.data, strict=False, keep_missing=True)
     if args.limit is not None:
         samples = samples[: args.limit]
-    results = run_dispatch_benchmark(
-        samples,
-        args.policy,
-        frame_budget=args.frame_budget,
-        max_turns=args.max_turns,
-        max_parallel=args.max_parallel,
-        progress=not args.no_progress,
-    )
+    preflight(args.policy)
+    frame_budget = args.frame_budget if args.frame_budget is not None or args.policy.startswith("hf:") else 8
+    results = run_dispatch_benchmark(samples, args.policy, args.out, data=str(args.data), budgets=budgets,
+                                     frame_budget=frame_budget, max_parallel=args.max_parallel,
+                                     max_new_tokens=args.max_new_tokens, concurrency=args.concurrency,
+                                     progress=not args.no_progress)  # fmt: skip
     paths = write_results(results, args.out)
     print(to_markdown(results))
     print("wrote " + ", ".join(str(p) for p in paths))

@@ -13,7 +13,7 @@ is evaluated again):
 Per setting it reports accuracy and, from each evaluation's ``by_overview``, how often the policy crops where its
 overview missed the asked event and where it already showed it: a policy that learnt when to call the tool
 crops on misses and skips on hits at every K and duration. Figures per run, their mean over runs with a 95 %
-confidence interval, and the paired RL - cold start difference (``paravt.experiments.stats``).
+confidence interval, and the paired RL - cold start difference (``paravt.evaluation.stats``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from paravt.experiments.stats import mean_ci
+from paravt.evaluation.stats import mean_ci
 
 POLICIES = (("cold start", "coldstart/model"), ("RL", "checkpoint/model"))
 FIGURES = ("accuracy", "crops_on_miss", "crops_on_hit", "missed")

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from paravt.experiments.stats import mean_ci
+from paravt.evaluation.stats import mean_ci
 
 POLICIES = (("cold start", "eval_coldstart"), ("RL", "eval"))
 FIGURES = ("accuracy", "crops", "tool_use", "follows", "keeps")

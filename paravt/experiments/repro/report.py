@@ -12,7 +12,7 @@ The report reads the comparison as dynamics, from the first RL step:
 - (C) held-out accuracy and crops of the final policies at every K and dispatch;
 - a verdict per claim of the paper, under the released reward and under the prefix-scored variant.
 
-Every figure is a mean over seeds with its 95 % confidence interval (Student's t, ``paravt.experiments.stats``);
+Every figure is a mean over seeds with its 95 % confidence interval (Student's t, ``paravt.evaluation.stats``);
 a claim compares two arms seed by seed (the arms of one seed share its data order and gating draws) and counts
 as reproduced only when the 95 % interval of the paired difference excludes zero in the paper's direction.
 The paper column holds only what the paper states in its abstract and project page (training-time format
@@ -30,10 +30,10 @@ from typing import Any
 
 from paravt.evaluation.harness import evaluate_checkpoint
 from paravt.evaluation.report import summarize
+from paravt.evaluation.stats import finite, mean_ci
 from paravt.evaluation.store import read_results
 from paravt.experiments.repro.arms import ARM_LABELS, ReproConfig, coldstart_model
 from paravt.experiments.repro.train import finished_runs, unreadable_runs
-from paravt.experiments.stats import finite, mean_ci
 from paravt_env.storage import DamagedFile, read_json, read_jsonl
 
 PAPER = {

@@ -1,37 +1,79 @@
+"""``paravt bench dispatch``: both dispatch modes at matched crop budgets, each cell a resumable ``paravt eval``
+run, accuracy and cost with their intervals, and paired differences (issue 58)."""
+
 import json
 
+import pytest
+
 from paravt.cli import main
+from paravt.evaluation.dispatch_bench import parse_budgets
+from paravt.evaluation.store import read_results
 
 
-def test_bench_dispatch_cli_writes_json_markdown_and_png(synth_small, tmp_path, capsys):
+def test_both_modes_spend_the_same_budget_and_the_costs_are_the_records(synth_small, tmp_path, capsys):
+    data, samples = synth_small
+    out = tmp_path / "dispatch"
+    argv = ["bench", "dispatch", "--data", str(data), "--policy", "detector", "--frame-budget", "4", "--crop-budget", "1,3",
+            "--out", str(out), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    results = json.loads((out / "dispatch.json").read_text())
+    assert results["budgets"] == [1, 3] and results["n"] == len(samples)
+    cells = {(c["mode"], c["crop_budget"]): c for c in results["cells"]}
+    assert set(cells) == {("parallel", 1), ("sequential", 1), ("parallel", 3), ("sequential", 3)}
+    for (mode, budget), cell in cells.items():
+        rows = read_results(out / f"{mode}_budget{budget}" / "results.jsonl")
+        assert len(rows) == cell["n"] == len(samples)
+        for r in rows:  # the budget holds in both modes, and the cost columns are what the records show
+            turns = r["episode"]["turns"]
+            crops = sum(c["status"] == "executed" for t in turns for c in t["crops"])
+            assert crops <= budget and len(turns) <= budget + 1
+            if mode == "sequential":
+                assert all(sum(c["status"] == "executed" for c in t["crops"]) <= 1 for t in turns)
+            assert r["episode"]["cost"]["crops"] == crops and r["episode"]["cost"]["turns"] == len(turns)
+        assert cell["crops"]["mean"] == pytest.approx(sum(r["episode"]["cost"]["crops"] for r in rows) / len(rows))
+        assert cell["accuracy"]["ci95"] is not None and cell["generated_tokens"] is None
+    # at budget 3 the detector spends more crops than at 1 in both modes, and sequential needs more turns for them
+    for mode in ("parallel", "sequential"):
+        assert cells[mode, 3]["crops"]["mean"] > cells[mode, 1]["crops"]["mean"]
+    assert cells["sequential", 3]["turns"]["mean"] > cells["parallel", 3]["turns"]["mean"]
+    diff = {d["crop_budget"]: d for d in results["parallel_minus_sequential"]}
+    assert diff[3]["n"] == len(samples)
+    assert diff[3]["turns"]["mean"] == pytest.approx(cells["parallel", 3]["turns"]["mean"] - cells["sequential", 3]["turns"]["mean"])
+    assert results["no_tool"]["crops"]["mean"] == 0
+    assert "| sequential | 3 |" in (out / "dispatch.md").read_text() and "| sequential | 3 |" in capsys.readouterr().out
+    assert (out / "dispatch.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # resumable like paravt eval: a rerun plays nothing again and gives the same table
+    before = {p: read_results(p) for p in out.glob("*/results.jsonl")}
+    assert main(argv) == 0
+    assert {p: read_results(p) for p in out.glob("*/results.jsonl")} == before  # the same rows, none played again
+    assert json.loads((out / "dispatch.json").read_text())["cells"] == results["cells"]
+
+
+def test_a_model_policy_is_benchmarked_with_its_tokens(synth_small, tiny_qwen3, tmp_path):
     data, _ = synth_small
-    out = tmp_path / "dispatch.json"
-    rc = main(["bench", "dispatch", "--data", str(data), "--policy", "detector", "--frame-budget", "4",
-               "--max-turns", "3", "--out", str(out), "--no-progress"])  # fmt: skip
-    assert rc == 0
-    results = json.loads(out.read_text())
-    assert set(results) == {"parallel", "sequential", "no_tool"}
-    for r in results.values():
-        assert {"accuracy", "mean_turns", "mean_tool_calls", "wall_s", "n"} <= set(r)
-        assert r["n"] == 8
-    assert results["no_tool"]["mean_tool_calls"] == 0
-    assert results["sequential"]["mean_tool_calls"] <= 2
-    assert results["parallel"]["accuracy"] >= results["no_tool"]["accuracy"]
-    assert "| parallel | detector |" in out.with_suffix(".md").read_text()
-    assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "| sequential |" in capsys.readouterr().out
+    out = tmp_path / "model"
+    assert main(["bench", "dispatch", "--data", str(data), "--policy", f"hf:{tiny_qwen3}", "--frame-budget", "4",
+                 "--crop-budget", "2", "--limit", "2", "--max-new-tokens", "16", "--out", str(out), "--no-progress"]) == 0  # fmt: skip
+    results = json.loads((out / "dispatch.json").read_text())
+    assert results["no_tool"] is None
+    for cell in results["cells"]:
+        assert cell["n"] == 2 and cell["generated_tokens"]["mean"] > 0 and cell["prompt_tokens"]["mean"] > 0
+        assert cell["model_calls"]["mean"] == cell["turns"]["mean"]
 
 
-def test_bench_dispatch_rejects_unknown_policy(synth_small, tmp_path, capsys):
+def test_bad_budgets_and_policies_are_refused_with_one_line(synth_small, tmp_path, capsys):
     data, _ = synth_small
-    rc = main(["bench", "dispatch", "--data", str(data), "--policy", "nope", "--out", str(tmp_path / "x.json")])
-    assert rc == 1
-    assert "'nope'" in capsys.readouterr().err
+    for bad in ("0,2", "2,2", "a,b", ""):
+        with pytest.raises(ValueError, match="--crop-budget"):
+            parse_budgets(bad)
+    assert main(["bench", "dispatch", "--data", str(data), "--policy", "nope", "--out", str(tmp_path / "x")]) == 1
+    err = capsys.readouterr().err
+    assert "'nope'" in err and "Traceback" not in err
+    assert main(["bench", "dispatch", "--data", str(data), "--crop-budget", "1,x", "--out", str(tmp_path / "y")]) == 1
+    assert "--crop-budget" in capsys.readouterr().err
 
 
-def test_bench_dispatch_counts_a_corrupt_video_as_an_error_row_like_eval(synth_small, tmp_path, capsys):
-    import pytest
-
+def test_a_corrupt_video_is_an_error_row_counted_like_eval(synth_small, tmp_path):
     data, _ = synth_small
     rows = [json.loads(x) for x in (data / "samples.jsonl").read_text().splitlines()][:2]
     for r in rows:
@@ -40,21 +82,15 @@ def test_bench_dispatch_counts_a_corrupt_video_as_an_error_row_like_eval(synth_s
     rows.append({**rows[0], "id": "broken", "video_path": str(tmp_path / "corrupt.mp4")})
     listing = tmp_path / "samples.jsonl"
     listing.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = tmp_path / "d.json"
-    with pytest.warns(UserWarning, match="sample 'broken' not played.*corrupt.mp4"):
-        assert main(["bench", "dispatch", "--data", str(listing), "--frame-budget", "4", "--out", str(out), "--no-progress"]) == 0
-    results = json.loads(out.read_text())
+    out = tmp_path / "d"
+    assert main(["bench", "dispatch", "--data", str(listing), "--frame-budget", "4", "--crop-budget", "2", "--out", str(out),
+                 "--no-progress"]) == 0  # fmt: skip
+    results = json.loads((out / "dispatch.json").read_text())
     # one denominator with paravt eval: the broken row is in n and scores 0
-    assert all(r["n"] == 3 and r["errors"] == 1 and r["failed"] == ["broken"] for r in results.values())
-    assert main(["eval", "--policy", "detector", "--data", str(listing), "--frame-budget", "4", "--out",
-                 str(tmp_path / "ev"), "--no-progress"]) == 0  # fmt: skip
+    assert all(c["n"] == 3 and c["errors"] == 1 for c in results["cells"])
+    assert main(["eval", "--policy", "detector", "--data", str(listing), "--frame-budget", "4", "--crop-budget", "2",
+                 "--out", str(tmp_path / "ev"), "--no-progress"]) == 0  # fmt: skip
     summary = json.loads((tmp_path / "ev" / "summary.json").read_text())
+    parallel = next(c for c in results["cells"] if c["mode"] == "parallel")
     assert (summary["n"], summary["errors"]) == (3, 1)
-    assert abs(summary["accuracy"] - results["parallel"]["accuracy"]) < 1e-9
-    only_bad = tmp_path / "bad.jsonl"
-    only_bad.write_text(json.dumps(rows[-1]) + "\n")
-    capsys.readouterr()
-    with pytest.warns(UserWarning):
-        assert main(["bench", "dispatch", "--data", str(only_bad), "--out", str(tmp_path / "e.json"), "--no-progress"]) == 1
-    err = capsys.readouterr().err
-    assert "no sample could be played" in err and "Traceback" not in err
+    assert summary["accuracy"] == pytest.approx(parallel["accuracy"]["mean"])
