@@ -59,7 +59,8 @@ def add_eval_options(p: argparse.ArgumentParser, *, single: bool) -> None:
         p.add_argument("--data", help="samples file or directory (anything load_samples reads)")
         p.add_argument("--video-root", default=None, help="directory the data's video paths are relative to")
     p.add_argument("--out", help="output directory (rerun with the same --out to resume)")
-    p.add_argument("--dispatch", choices=("parallel", "sequential"), default="parallel")
+    p.add_argument("--dispatch", choices=("parallel", "sequential"), default=None,
+                   help="tool dispatch (default: a checkpoint's card, the protocol it was trained for, else parallel)")
     # Env options default to the checkpoint's policy card (hf:DIR trained here), else to the paper's values.
     p.add_argument("--frame-budget", type=int, default=None, help="overview frames K (default: card, else 64)")
     p.add_argument("--max-turns", type=int, default=None, help="turns per episode (default: card, else 3)")

@@ -87,10 +87,11 @@ def policy_card(spec: str) -> dict:
     return read_card(path)
 
 
-def eval_options(policy: str, dispatch: str = "parallel", *, protocol: str = "paravt", subtitles: bool = False,
+def eval_options(policy: str, dispatch: str | None = None, *, protocol: str = "paravt", subtitles: bool = False,
                  video_channel: str = "image_url", **given) -> EnvConfig:  # fmt: skip
     """The env of an evaluation: options given (None: not given), then the checkpoint's card, then the paper's
-    eval defaults (``EnvConfig``'s). A sub-agent mode names its sub-agent at ``evaluate``."""
+    eval defaults (``EnvConfig``'s); ``dispatch`` likewise (a checkpoint trained for sequential dispatch is
+    evaluated under it unless told otherwise). A sub-agent mode names its sub-agent at ``evaluate``."""
     unknown = sorted(set(given) - set(OPTION_KEYS))
     if unknown:
         raise TypeError(f"unknown eval option(s) {unknown}; known: {list(OPTION_KEYS)}")
@@ -104,12 +105,13 @@ def eval_options(policy: str, dispatch: str = "parallel", *, protocol: str = "pa
     pick["min_pixels"] = min(trained.get("min_pixels", defaults.min_pixels), pick["max_pixels"])
     # the protocol's own name of the prompt mode (the release's "agentic_general"), so the config says what ran
     pick["prompt_mode"] = episode_class(resolve_protocol(protocol, pick["tool_result"])).prompt_mode_name(pick["prompt_mode"])
+    dispatch = dispatch if dispatch is not None else trained.get("dispatch", defaults.dispatch)
     return EnvConfig(dispatch=dispatch, response_prefix=THINK_PREFIX if card.get("think_prefix") else "", protocol=protocol,
                      subtitles=subtitles, video_channel=video_channel, force_final_answer=True,
                      subagent=PENDING_SUBAGENT if pick["tool_result"] == "subagent" else None, **pick)  # fmt: skip
 
 
-def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *, dispatch: str = "parallel",
+def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *, dispatch: str | None = None,
                         limit: int | None = None, frame_budget: int | None = None, max_new_tokens: int | None = None,
                         progress: bool = True, temperature: float = 0.0, seed: int = 0) -> dict[str, Any]:  # fmt: skip
     """``paravt eval --policy hf:MODEL --data DATA --out OUT [--dispatch D] [--frame-budget K] [--temperature T

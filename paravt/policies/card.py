@@ -14,7 +14,7 @@ from typing import Any
 
 CARD_NAME = "paravt.json"
 ENV_KEYS = ("frame_budget", "max_turns", "max_parallel", "crop_fps", "crop_max_frames", "min_pixels", "max_pixels",
-            "prompt_mode", "tool_result")  # fmt: skip
+            "prompt_mode", "tool_result", "dispatch", "crop_budget")  # fmt: skip
 
 
 def write_card(model_dir: str | Path, *, think_prefix: bool, env: dict[str, Any], **extra: Any) -> Path:

@@ -43,9 +43,11 @@ logger = logging.getLogger(__name__)
 
 
 TEACHER_KEYS = ("frame_budget", "max_turns", "max_parallel", "crop_fps", "crop_max_frames", "min_pixels", "max_pixels",
-                "prompt_mode")  # fmt: skip
-"""What the teacher's env takes from the run's: its budgets and prompt. The rest is the env's defaults (our
-protocol, crop frames back, the released reward): the cold start does not depend on the RL arm."""
+                "prompt_mode", "dispatch", "crop_budget")  # fmt: skip
+"""What the teacher's env takes from the run's: its budgets, its dispatch mode and its prompt (a recipe that
+trains for sequential dispatch, ``env.dispatch: sequential``, gets a teacher that crops one window a turn). The
+rest is the env's defaults (our protocol, crop frames back, the released reward): the cold start does not depend
+on the RL algorithm."""
 
 
 def teacher_env_config(cfg: TrainConfig) -> EnvConfig:
@@ -90,6 +92,13 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
     # cover at crop_fps before crop_max_frames thins them (16 s at 0.5 fps and 8 frames), or a 2 s needle
     # falls between two frames and the episode is dropped.
     check_window = min(cfg.sft.window, cfg.env.crop_max_frames / cfg.env.crop_fps)
+    # Calls a turn: as many as one parallel turn runs, one under sequential dispatch (the coverage then goes on a
+    # window a turn: sft.coverage "continue"), never more than the episode's crop budget.
+    per_turn = 1 if cfg.env.dispatch == "sequential" else cfg.env.max_parallel
+    if cfg.env.crop_budget is not None:
+        per_turn = min(per_turn, cfg.env.crop_budget)
+    turn_limit = env.unwrapped.config.turn_limit
+    one_a_turn = cfg.env.dispatch == "sequential"
     bar = progress_bar(cfg.sft.episodes, "teacher episodes", progress, initial=begin, unit="episode")
     last_save = time.monotonic()
     try:
@@ -106,12 +115,12 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
                 duration = env.unwrapped._reader.duration
                 if t == 0:
                     return first_turn(sample, obs["timestamps"], duration, window=cfg.sft.window,
-                                      max_calls=cfg.env.max_parallel, guess=guess, check=check,
-                                      check_window=check_window, widen=widen)  # fmt: skip
-                last = t + 1 >= cfg.env.max_turns  # a turn must be left for the answer
+                                      max_calls=per_turn, guess=guess, check=check,
+                                      check_window=check_window, widen=widen, one_a_turn=one_a_turn)  # fmt: skip
+                last = t + 1 >= turn_limit  # a turn must be left for the answer
                 return crop_turn(sample, obs["timestamps"], duration, window=cfg.sft.window,
-                                 max_calls=cfg.env.max_parallel, last=last, guess=late_guess,
-                                 recrop=cfg.sft.recrop, widen=widen)  # fmt: skip
+                                 max_calls=per_turn, last=last, guess=late_guess,
+                                 recrop=cfg.sft.recrop, widen=widen, one_a_turn=one_a_turn)  # fmt: skip
 
             try:
                 tr = run_scripted_episode(env, policy, turn, options={"sample": sample, "frame_budget": k})

@@ -88,10 +88,11 @@ def answer_turn(sample: VideoQASample, seen: list, where: str) -> str:
 
 def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration: float, *, window: float,
                max_calls: int, needed: int = 1, guess: str | None = None, check: bool = False,
-               check_window: float | None = None, widen: bool = True) -> str:
+               check_window: float | None = None, widen: bool = True, one_a_turn: bool = False) -> str:
     """Answer from the overview when it shows the needle(s) the question needs (or, with ``check``, crop around
     it first), else crop in parallel (or, given a ``guess``, answer it without cropping); ``widen`` as in
-    ``coverage_windows``."""
+    ``coverage_windows``; ``one_a_turn``: the teacher of sequential dispatch, which says it crops one window a
+    turn (``max_calls`` 1)."""
     seen = visible_events(sample, overview_times)
     if len(seen) >= needed:
         if check:
@@ -105,6 +106,8 @@ def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration:
         return guess_turn(guess)
     windows = coverage_windows(duration, window, max_calls, widen=widen)
     calls = "\n".join(format_tool_call(a, b) for a, b in windows)
+    if one_a_turn:
+        return f"{THINK_PREFIX}The overview shows no coloured shape. I will inspect one window at a time.</think>\n{calls}"
     return (f"{THINK_PREFIX}The overview shows no coloured shape. I will inspect {len(windows)} windows in "
             f"parallel.</think>\n{calls}")  # fmt: skip
 
@@ -150,7 +153,8 @@ RECROP_TEXT = "The crops show no coloured shape. I will inspect"
 needle, then the same call phrase as the first round."""
 
 
-def recrop_turn(crop_times: Sequence[float], duration: float, *, window: float, max_calls: int) -> str:
+def recrop_turn(crop_times: Sequence[float], duration: float, *, window: float, max_calls: int,
+                one_a_turn: bool = False) -> str:  # fmt: skip
     """A second round after crops that missed the needle: the first round's windows (``coverage_windows``) each
     shifted later by half the median spacing of the crop frames just shown (clamped to the video), so that
     the new frames fall between the old ones. Only the timestamps the agent was shown decide the shift."""
@@ -158,21 +162,23 @@ def recrop_turn(crop_times: Sequence[float], duration: float, *, window: float, 
     gaps = np.diff(times)
     shift = float(np.median(gaps[gaps > 0])) / 2 if np.any(gaps > 0) else window / 4
     windows = [(min(a + shift, duration), min(b + shift, duration)) for a, b in coverage_windows(duration, window, max_calls)]
-    return more_windows_turn([(a, b) for a, b in windows if b > a])
+    return more_windows_turn([(a, b) for a, b in windows if b > a], one_a_turn=one_a_turn)
 
 
-def more_windows_turn(windows: Sequence[tuple[float, float]]) -> str:
+def more_windows_turn(windows: Sequence[tuple[float, float]], *, one_a_turn: bool = False) -> str:
     """A round after crops that showed nothing (``recrop_turn``, ``continue_turn``): the same words before
-    ``windows``' parallel calls."""
+    ``windows``' parallel calls (``one_a_turn``: the next window, under sequential dispatch)."""
     calls = "\n".join(format_tool_call(a, b) for a, b in windows)
+    if one_a_turn:
+        return f"{THINK_PREFIX}{RECROP_TEXT} the next window.</think>\n{calls}"
     return f"{THINK_PREFIX}{RECROP_TEXT} {len(windows)} more windows in parallel.</think>\n{calls}"
 
 
-def continue_turn(start: float, duration: float, *, window: float, max_calls: int) -> str:
+def continue_turn(start: float, duration: float, *, window: float, max_calls: int, one_a_turn: bool = False) -> str:
     """The next round of a coverage that did not fit in one (``SFTConfig.coverage`` "continue"): the same
     fixed windows, from where the last round ended. Its bounds are the same on every video long enough to
     need them, so a policy that learnt them on 100-170 s videos writes them on a 200 s one too."""
-    return more_windows_turn(coverage_windows(duration, window, max_calls, start=start, widen=False))
+    return more_windows_turn(coverage_windows(duration, window, max_calls, start=start, widen=False), one_a_turn=one_a_turn)
 
 
 def final_turn(sample: VideoQASample, crop_times: Sequence[float], needed: int = 1, *,
@@ -189,7 +195,7 @@ def final_turn(sample: VideoQASample, crop_times: Sequence[float], needed: int =
 
 def crop_turn(sample: VideoQASample, crop_times: Sequence[float], duration: float, *, window: float,
               max_calls: int, last: bool, needed: int = 1, guess: str | None = None, recrop: bool = True,
-              widen: bool = True) -> str:  # fmt: skip
+              widen: bool = True, one_a_turn: bool = False) -> str:  # fmt: skip
     """The teacher's turn after crops: the answer when they show the needle(s) or when this is the episode's
     last turn (``final_turn``); else, without ``widen``, the rest of the video while some is left
     (``continue_turn``); else, with ``recrop``, a second round of shifted crops (``recrop_turn``)."""
@@ -198,7 +204,7 @@ def crop_turn(sample: VideoQASample, crop_times: Sequence[float], duration: floa
     if not widen:
         start = covered_until(crop_times, window)
         if start < duration - 1e-6:
-            return continue_turn(start, duration, window=window, max_calls=max_calls)
+            return continue_turn(start, duration, window=window, max_calls=max_calls, one_a_turn=one_a_turn)
     if recrop:
-        return recrop_turn(crop_times, duration, window=window, max_calls=max_calls)
+        return recrop_turn(crop_times, duration, window=window, max_calls=max_calls, one_a_turn=one_a_turn)
     return final_turn(sample, crop_times, needed, guess=guess)

@@ -246,3 +246,27 @@ def test_the_shipped_teachers_continue_their_coverage_on_long_videos(long_needle
     for t in continued:
         assert parse_response(t.turn_texts[1]).valid_tool_calls[0].start_time == 100.0
         assert parse_response(t.turn_texts[-1]).answer
+
+
+def test_the_teacher_of_a_sequential_arm_crops_one_window_a_turn_within_the_budget(synth_small, tiny_qwen3):
+    """``env.dispatch: sequential`` with a crop budget: every teacher episode calls one window a turn, says so, runs
+    at most the budget's crops and answers by the last of its ``budget + 1`` turns (issue 58's sequential learner)."""
+    pytest.importorskip("torch")
+    from paravt.learners.coldstart.pipeline import teacher_episodes
+    from paravt.learners.config import load_recipe
+    from paravt.policies.hf import HFPolicy
+    from paravt_env.protocol import parse_response as parse
+
+    cfg = load_recipe("tiny_cpu", ["sft.episodes=12", "sft.frame_budgets=[4]", "env.frame_budget=4", "sft.crop_rate=1.0",
+                                   "sft.check_rate=0.0", "env.dispatch=sequential", "env.crop_budget=6",
+                                   "sft.guess_after_miss=true"])  # fmt: skip
+    episodes, dropped = teacher_episodes(HFPolicy.from_pretrained(tiny_qwen3), list(synth_small[1]), cfg)
+    assert len(episodes) + dropped == 12 and episodes
+    cropped = [t for t in episodes if len(t.turn_texts) > 1]
+    assert cropped, "no episode cropped: the test shows nothing"
+    for t in episodes:
+        calls = [len(parse(x).valid_tool_calls) for x in t.turn_texts]
+        assert all(n <= 1 for n in calls) and sum(calls) <= 6 and len(t.turn_texts) <= 7
+        assert parse(t.turn_texts[-1]).answer
+    assert any(len(t.turn_texts) > 2 for t in cropped)  # the coverage goes on a window a turn
+    assert all("one window at a time" in t.turn_texts[0] for t in cropped)
