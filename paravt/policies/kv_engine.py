@@ -30,16 +30,14 @@ import time
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from transformers import TopPLogitsWarper
 from transformers.cache_utils import Cache, DynamicLayer
 
 from paravt.policies.encoded import Encoded, length_buckets
-
-if TYPE_CHECKING:
-    from paravt.policies.hf import HFPolicy
+from paravt.policies.vision_cache import VisionCache
 
 MAX_SESSIONS = 256
 """Episodes whose caches are kept at once (least recently used dropped first: a dropped episode's next turn is
@@ -120,9 +118,10 @@ class _Row:
 
 
 class CachedGenerator:
-    """Generates for an ``HFPolicy`` (its model, tokenizer settings and suppressed ids); see the module doc."""
+    """Generates for an ``HFPolicy`` (its model, end and suppressed ids, token types; typed ``Any`` here: the policy
+    module imports this one); see the module doc."""
 
-    def __init__(self, policy: HFPolicy, max_sessions: int = MAX_SESSIONS) -> None:
+    def __init__(self, policy: Any, max_sessions: int = MAX_SESSIONS) -> None:
         self.policy = policy
         self.max_sessions = int(max_sessions)
         self.sessions: OrderedDict[Hashable, Session] = OrderedDict()
@@ -131,8 +130,6 @@ class CachedGenerator:
         """Running totals (what a benchmark reads): tokens prefilled, cached tokens a turn did not prefill again,
         tokens of a prompt that another row of the same call had just prefilled, tokens generated, and the seconds
         spent prefilling and decoding."""
-        from paravt.policies.vision_cache import VisionCache
-
         self.vision = VisionCache(policy.model)
 
     # --- sessions -------------------------------------------------------------------------------------------
