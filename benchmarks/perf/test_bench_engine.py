@@ -72,7 +72,7 @@ def policy_as_before(policy) -> None:  # noqa: ANN001
     from paravt.policies.vision_inputs import process_images
 
     policy.engine = "generate"
-    policy._processed = lambda images: process_images(policy.image_processor, images, policy.pixel_kwargs)
+    policy._processed = lambda images, pixel_kwargs=None: process_images(policy.image_processor, images, pixel_kwargs)
 
 
 def as_before(trainer: Trainer, monkeypatch) -> Trainer:  # noqa: ANN001

@@ -137,7 +137,7 @@ class HFPolicy:
         vocab = getattr(model.config.get_text_config(), "vocab_size", None) or 0
         self.suppress_ids += list(range(len(tokenizer), vocab))
         self.cached = CachedGenerator(self)
-        self._processed = ProcessedFrames(image_processor, self.pixel_kwargs)
+        self._processed = ProcessedFrames(image_processor)
         self.gather = TurnGather(self._run_turns)
 
     @classmethod
@@ -188,7 +188,7 @@ class HFPolicy:
 
     def process_images(self, images: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:
         """``(pixel_values, image_grid_thw)`` of frames, at this policy's pixel budget."""
-        return self._processed(images)
+        return self._processed(images, self.pixel_kwargs)
 
     def encode(self, messages: Sequence[Message], add_generation_prompt: bool = True, *,
                think_prefix: bool | None = None) -> Encoded:  # fmt: skip

@@ -39,29 +39,41 @@ class ProcessedFrames:
     """The image processor's output per frame, kept for frames seen again (a GRPO group's rollouts share one
     overview, crops repeat a grid, and a trajectory's pixels are recomputed for the update): an LRU of at most
     ``max_bytes`` of pixels, keyed by ``frame_digest``. The Qwen-VL processors treat each image on its own, so a
-    batch's output is its frames' outputs in order (tested against one processor call)."""
+    batch's output is its frames' outputs in order (tested against one processor call). A frame is known by its
+    digest and by the processing settings of the call (``settings``)."""
 
-    def __init__(self, image_processor: Any, pixel_kwargs: dict | None = None, max_bytes: int = 128 << 20) -> None:
+    def __init__(self, image_processor: Any, max_bytes: int = 128 << 20) -> None:
         from collections import OrderedDict
 
-        self.image_processor, self.pixel_kwargs, self.max_bytes = image_processor, dict(pixel_kwargs or {}), int(max_bytes)
-        self._kept: OrderedDict[bytes, tuple[Any, Any]] = OrderedDict()
+        self.image_processor, self.max_bytes = image_processor, int(max_bytes)
+        self._kept: OrderedDict[tuple[bytes, str], tuple[Any, Any]] = OrderedDict()
         self._bytes = 0
         self.stats = {"frames": 0, "processed": 0}
 
-    def __call__(self, images: Any) -> tuple[Any, Any]:
+    def settings(self, pixel_kwargs: dict) -> str:
+        """What the processing depends on besides the frame: the call's pixel settings and the image processor's own
+        budget, read at every call (a server sets a request's budget, an adapter the processor's ``size``, after
+        the policy is built)."""
+        ip = self.image_processor
+        own = {name: getattr(ip, name, None) for name in ("size", "min_pixels", "max_pixels", "patch_size", "merge_size",
+                                                          "temporal_patch_size")}  # fmt: skip
+        return repr((sorted((k, repr(v)) for k, v in pixel_kwargs.items()), sorted((k, repr(v)) for k, v in own.items())))
+
+    def __call__(self, images: Any, pixel_kwargs: dict | None = None) -> tuple[Any, Any]:
         import torch
 
         from paravt.policies.encoded import frame_digest
 
         arrays = [np.asarray(im.convert("RGB")) if hasattr(im, "convert") else np.asarray(im) for im in images]
-        keys = [frame_digest(a) for a in arrays]
+        pixel_kwargs = dict(pixel_kwargs or {})
+        settings = self.settings(pixel_kwargs)
+        keys = [(frame_digest(a), settings) for a in arrays]
         todo = {k: a for k, a in zip(keys, arrays, strict=True) if k not in self._kept}
         self.stats["frames"] += len(keys)
         self.stats["processed"] += len(todo)
-        fresh: dict[bytes, tuple[Any, Any]] = {}
+        fresh: dict[tuple[bytes, str], tuple[Any, Any]] = {}
         if todo:
-            pixels, grid = process_images(self.image_processor, list(todo.values()), self.pixel_kwargs)
+            pixels, grid = process_images(self.image_processor, list(todo.values()), pixel_kwargs)
             row = 0
             for k, thw in zip(todo, grid, strict=True):
                 n = int(thw.prod())

@@ -131,3 +131,18 @@ def test_frames_seen_again_are_not_processed_again_and_give_the_processors_pixel
     assert torch.equal(pixels, expected) and torch.equal(grid, expected_grid)
     assert torch.equal(grid_again, expected_grid.flip(0))
     assert policy._processed.stats == {"frames": 8, "processed": 3}
+
+
+def test_kept_pixels_follow_a_pixel_budget_set_after_the_policy_was_built(tiny_qwen3):
+    """A server sets each request's budget (``pixel_kwargs``) on a built policy: a frame seen before at another
+    budget is processed again at the new one, as one processor call would."""
+    from paravt.policies.vision_inputs import process_images
+
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=8)
+    frame = np.random.default_rng(3).integers(0, 255, (224, 224, 3), dtype=np.uint8)
+    policy.pixel_kwargs = {"size": {"shortest_edge": 784, "longest_edge": 12544}}
+    _, first = policy.process_images([frame])
+    policy.pixel_kwargs = {"size": {"shortest_edge": 784, "longest_edge": 50176}}
+    pixels, second = policy.process_images([frame])
+    expected, expected_grid = process_images(policy.image_processor, [frame], policy.pixel_kwargs)
+    assert not torch.equal(first, second) and torch.equal(second, expected_grid) and torch.equal(pixels, expected)

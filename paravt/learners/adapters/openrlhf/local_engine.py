@@ -54,6 +54,9 @@ class CompletionOutput:
 @dataclass
 class RequestOutput:
     outputs: list[CompletionOutput] = field(default_factory=list)
+    prompt_token_ids: list[int] | None = None
+    """The prompt as served, pads expanded (vLLM's field): what a caller logs, whatever other requests the engine
+    served meanwhile (``served[-1]`` is another request's under concurrency)."""
 
 
 def expand_placeholders(ids: list[int], pad_id: int, pads_per_image: list[int]) -> list[int]:
@@ -101,7 +104,9 @@ class LocalEngine:
             per_image = [int(g.prod()) // self.policy.merge_size**2 for g in grids]
             ids = expand_placeholders(list(ids), self.policy.image_pad_id, per_image)
         self.served.append(list(ids))
-        return self._generate(list(ids), params, images)
+        out = self._generate(list(ids), params, images)
+        out.prompt_token_ids = list(ids)
+        return out
 
     def _generate(self, ids: list[int], params: Any, images: list) -> RequestOutput:
         policy = self.policy

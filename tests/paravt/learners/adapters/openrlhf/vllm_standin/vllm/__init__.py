@@ -80,7 +80,7 @@ class AsyncLLMEngine:
                                           {"image": images} if images else None)  # fmt: skip
         finally:
             self.output_processor.unfinished -= 1
-        served = self.engine.served[-1]
+        served = out.prompt_token_ids  # this request's (served[-1] may be another's: requests run concurrently)
         max_len = getattr(self.args, "max_model_len", None)
         if max_len is not None and len(served) > max_len:  # vLLM refuses a prompt longer than the model length
             raise ValueError(f"request {request_id}: prompt of {len(served)} tokens, above max_model_len {max_len}")
