@@ -306,9 +306,9 @@ class CachedGenerator:
         s.layers = [(layer.keys[b : b + 1, :, start:stop].clone(), layer.values[b : b + 1, :, start:stop].clone())
                     for layer in cache.layers]  # fmt: skip
         fed = row.tokens[:-1]
-        start = s.next_pos
+        first = s.next_pos  # generated tokens take text positions, one after another, from the prompt's next
         s.ids = s.ids + fed
-        s.positions = torch.cat([s.positions, torch.arange(start, start + len(fed)).view(1, -1).expand(3, -1)], dim=1)
+        s.positions = torch.cat([s.positions, torch.arange(first, first + len(fed)).view(1, -1).expand(3, -1)], dim=1)
         if row.key is not None:
             self.sessions[row.key] = s
             self.sessions.move_to_end(row.key)
