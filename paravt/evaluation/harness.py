@@ -59,8 +59,8 @@ the same)."""
 
 
 BATCHED_EPISODES = 16
-"""Episodes a greedy evaluation of a model in process plays at once, their turns generated as one batch:
-measured on the main job's held-out set (benchmarks/perf/test_bench_eval.py)."""
+"""Episodes a greedy evaluation of a model in process plays at once, their turns generated as one batch (not
+tuned: the main job's 40 held-out episodes in three waves; ``benchmarks/perf/test_bench_engine.py`` measures it)."""
 
 
 def eval_settings(config: EnvConfig) -> dict[str, Any]:
