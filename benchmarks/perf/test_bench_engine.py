@@ -32,6 +32,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from benchmarks.perf.model_setup import bench_checkpoint, one_thread  # noqa: E402
 from paravt.learners.config import load_recipe  # noqa: E402
 from paravt.learners.rollout import run_batch  # noqa: E402
 from paravt.learners.trainer import Trainer  # noqa: E402
@@ -42,29 +43,17 @@ HELDOUT = int(os.environ.get("PARAVT_BENCH_HELDOUT", "40"))
 
 @pytest.fixture(scope="module", autouse=True)
 def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def _checkpoint(tmp_path_factory, variable: str) -> str:
-    given = os.environ.get(variable) or os.environ.get("PARAVT_BENCH_CHECKPOINT")
-    if given:
-        return given
-    from paravt.policies.tiny_model import build_tiny_model
-
-    return str(build_tiny_model(tmp_path_factory.mktemp("bench_engine") / "model", arch="qwen3_vl", seed=0))
+    yield from one_thread()
 
 
 @pytest.fixture(scope="module")
 def tiny_checkpoint(tmp_path_factory) -> str:
-    return _checkpoint(tmp_path_factory, "PARAVT_BENCH_CHECKPOINT")
+    return bench_checkpoint(tmp_path_factory, "PARAVT_BENCH_CHECKPOINT")
 
 
 @pytest.fixture(scope="module")
 def repro_checkpoint(tmp_path_factory) -> str:
-    return _checkpoint(tmp_path_factory, "PARAVT_BENCH_REPRO_CHECKPOINT")
+    return bench_checkpoint(tmp_path_factory, "PARAVT_BENCH_REPRO_CHECKPOINT", "PARAVT_BENCH_CHECKPOINT")
 
 
 def policy_as_before(policy) -> None:  # noqa: ANN001

@@ -26,6 +26,7 @@ import pytest
 pytest.importorskip("trl")
 torch = pytest.importorskip("torch")
 
+from benchmarks.perf.model_setup import bench_checkpoint, one_thread  # noqa: E402
 from paravt.learners.config import load_recipe  # noqa: E402
 from paravt.learners.trainer import Trainer  # noqa: E402
 
@@ -39,20 +40,12 @@ OVERRIDES = ["perception.steps=0", "sft.steps=0", "data.heldout_n=0", "env.max_t
 
 @pytest.fixture(scope="module", autouse=True)
 def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    yield from one_thread()
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> str:
-    given = os.environ.get("PARAVT_BENCH_CHECKPOINT")
-    if given:
-        return given
-    from paravt.policies.tiny_model import build_tiny_model
-
-    return str(build_tiny_model(tmp_path_factory.mktemp("bench_trl") / "model", arch="qwen3_vl", seed=0))
+    return bench_checkpoint(tmp_path_factory, "PARAVT_BENCH_CHECKPOINT")
 
 
 @pytest.mark.benchmark(group="RL step at equal work: 1 prompt x 16 rollouts, one turn")
