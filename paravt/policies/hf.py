@@ -174,21 +174,25 @@ class HFPolicy:
         if not images:
             return Encoded(self.tokenizer.encode(text, add_special_tokens=False))
         arrays = _rgb_arrays(images)
-        pixels, grid = self.process_images(arrays)
+        frames = PackedFrames(arrays)
+        pixels, grid = self.process_images(arrays, digests=frames.digests)
         text = expand_image_tokens(text, grid, self.merge_size)
         return Encoded(self.tokenizer.encode(text, add_special_tokens=False), pixels, grid,
-                       frames=PackedFrames(arrays), process=self.process_images)  # fmt: skip
+                       frames=frames, process=self.process_images)  # fmt: skip
 
     def encode_ids(self, ids: Sequence[int], images: Sequence[Any] = ()) -> Encoded:
         """Ids that already hold every image's expanded pads, with those images' pixels."""
         if not images:
             return Encoded(list(ids))
         arrays = _rgb_arrays(images)
-        return Encoded(list(ids), *self.process_images(arrays), frames=PackedFrames(arrays), process=self.process_images)
+        frames = PackedFrames(arrays)
+        return Encoded(list(ids), *self.process_images(arrays, digests=frames.digests), frames=frames,
+                       process=self.process_images)  # fmt: skip
 
-    def process_images(self, images: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(pixel_values, image_grid_thw)`` of frames, at this policy's pixel budget."""
-        return self._processed(images, self.pixel_kwargs)
+    def process_images(self, images: Sequence[Any], digests: Sequence[bytes] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(pixel_values, image_grid_thw)`` of frames, at this policy's pixel budget (``digests``: the frames'
+        ``frame_digest``s where the caller has them, e.g. from their ``PackedFrames``)."""
+        return self._processed(images, self.pixel_kwargs, digests)
 
     def encode(self, messages: Sequence[Message], add_generation_prompt: bool = True, *,
                think_prefix: bool | None = None) -> Encoded:  # fmt: skip

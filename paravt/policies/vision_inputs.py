@@ -59,7 +59,9 @@ class ProcessedFrames:
                                                           "temporal_patch_size")}  # fmt: skip
         return repr((sorted((k, repr(v)) for k, v in pixel_kwargs.items()), sorted((k, repr(v)) for k, v in own.items())))
 
-    def __call__(self, images: Any, pixel_kwargs: dict | None = None) -> tuple[Any, Any]:
+    def __call__(self, images: Any, pixel_kwargs: dict | None = None, digests: Any = None) -> tuple[Any, Any]:
+        """The frames' ``(pixel_values, image_grid_thw)``; ``digests``: their ``frame_digest``s, where the caller has
+        computed them already (hashed here otherwise)."""
         import torch
 
         from paravt.policies.encoded import frame_digest
@@ -67,7 +69,7 @@ class ProcessedFrames:
         arrays = [np.asarray(im.convert("RGB")) if hasattr(im, "convert") else np.asarray(im) for im in images]
         pixel_kwargs = dict(pixel_kwargs or {})
         settings = self.settings(pixel_kwargs)
-        keys = [(frame_digest(a), settings) for a in arrays]
+        keys = [(d, settings) for d in (digests if digests is not None else [frame_digest(a) for a in arrays])]
         todo = {k: a for k, a in zip(keys, arrays, strict=True) if k not in self._kept}
         self.stats["frames"] += len(keys)
         self.stats["processed"] += len(todo)
