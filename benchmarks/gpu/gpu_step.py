@@ -60,7 +60,7 @@ def _measured_trainer():
 
 
 def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = True,  # noqa: ANN001
-        engine: str = "cached") -> dict[str, Any]:
+        engines: tuple[str, ...] = ("cached",)) -> dict[str, Any]:
     import torch
     import transformers
 
@@ -68,7 +68,6 @@ def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = 
     from paravt_env.memory import release_free_memory
 
     trainer = _measured_trainer()(cfg, out, progress=progress)
-    trainer.policy.engine = engine  # "generate": the path before the rollout engine, for a side-by-side figure
     try:
         device = trainer.policy.device
         peak = peak_tflops * 1e12 if peak_tflops else peak_flops(device)
@@ -88,38 +87,52 @@ def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = 
         except torch.OutOfMemoryError as exc:  # what does not fit is a finding: its peak is reported
             failure = out_of_memory(0, exc)
         cold_start_s = time.perf_counter() - t0
-        for _ in range(0 if failure else steps):
-            try:
-                row = trainer.rl_step()
-            except torch.OutOfMemoryError as exc:
-                failure = out_of_memory(trainer.step + 1, exc)
+        # Several engines measure from one cold start, one after another (the first pays for allocator growth
+        # and kernel selection): "generate" is model.generate, the path before the rollout engine.
+        for engine in () if failure else engines:
+            trainer.policy.engine = engine
+            for _ in range(steps):
+                try:
+                    row = trainer.rl_step()
+                except torch.OutOfMemoryError as exc:
+                    failure = out_of_memory(trainer.step + 1, exc)
+                    break
+                flops = 3 * trainer.last_forward_flops
+                row["model_tflops"] = flops / 1e12
+                row["mfu"] = flops / (row["update_s"] * peak) if peak and row["update_s"] > 0 else None
+                row["generated_tokens"] = row["tokens_per_s"] * row["rollout_s"]
+                rows.append({"engine": engine, **{k: row.get(k) for k in ("step", *FIGURES, "model_tflops")}})
+                _print_row(rows[-1])
+                release_free_memory(collect=True)
+            if failure:
                 break
-            flops = 3 * trainer.last_forward_flops
-            row["model_tflops"] = flops / 1e12
-            row["mfu"] = flops / (row["update_s"] * peak) if peak and row["update_s"] > 0 else None
-            row["generated_tokens"] = row["tokens_per_s"] * row["rollout_s"]
-            rows.append({k: row.get(k) for k in ("step", *FIGURES, "model_tflops")})
-            _print_row(rows[-1])
-            release_free_memory(collect=True)
-        measured = rows[1:] if len(rows) > 1 else rows
-        summary = {k: statistics.fmean(r[k] for r in measured) for k in FIGURES
-                   if measured and all(r.get(k) is not None for r in measured)}  # fmt: skip
+        by_engine = {engine: _summary([r for r in rows if r["engine"] == engine]) for engine in engines}
         params = sum(p.numel() for p in trainer.policy.model.parameters())
         return {
             "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
             "torch": torch.__version__, "transformers": transformers.__version__, "parameters": params,
             "model": {"size": cfg.model.size, "path": cfg.model.path, "dtype": cfg.model.dtype,
                       "gradient_checkpointing": cfg.model.gradient_checkpointing},
-            "peak_flops": peak, "cold_start_s": cold_start_s, "steps": rows, "summary": summary,
-            "summary_over": [r["step"] for r in measured], "out_of_memory": failure,
+            "peak_flops": peak, "cold_start_s": cold_start_s, "steps": rows,
+            "summary": by_engine[engines[0]][0], "summary_over": by_engine[engines[0]][1],
+            "by_engine": {e: {"summary": s, "summary_over": over} for e, (s, over) in by_engine.items()},
+            "out_of_memory": failure,
         }  # fmt: skip
     finally:
         trainer.close()
 
 
+def _summary(rows: list[dict[str, Any]]) -> tuple[dict[str, float], list[int]]:
+    """The figures' means over the steps after an engine's first (all of them when it ran one), and those steps."""
+    measured = rows[1:] if len(rows) > 1 else rows
+    summary = {k: statistics.fmean(r[k] for r in measured) for k in FIGURES
+               if measured and all(r.get(k) is not None for r in measured)}  # fmt: skip
+    return summary, [r["step"] for r in measured]
+
+
 def _print_row(r: dict[str, Any]) -> None:
     mfu = f"{100 * r['mfu']:.1f} %" if r.get("mfu") is not None else "-"
-    print(f"step {r['step']}: rollout {r['rollout_s']:.1f} s ({r['tokens_per_s']:.0f} generated tok/s), reference "
+    print(f"step {r['step']} ({r['engine']}): rollout {r['rollout_s']:.1f} s ({r['tokens_per_s']:.0f} generated tok/s), reference "
           f"{r['reference_s']:.1f} s, update {r['update_s']:.1f} s ({r['train_tokens_per_s']:.0f} train tok/s, MFU {mfu}), "
           f"wall {r['wall_s']:.1f} s, peak {r['peak_memory_mb'] / 1024:.1f} GiB, "
           f"{r['tool_calls_per_rollout']:.2f} crops/rollout", flush=True)  # fmt: skip
@@ -154,6 +167,16 @@ def step_config(parser: argparse.ArgumentParser, args: argparse.Namespace):  # n
     return cfg, overrides
 
 
+def _engines(text: str) -> tuple[str, ...]:
+    from paravt.policies.hf import ENGINES
+
+    engines = tuple(e.strip() for e in text.split(","))
+    bad = [e for e in engines if e not in ENGINES]
+    if bad or len(set(engines)) != len(engines):
+        raise argparse.ArgumentTypeError(f"engines are distinct names of {', '.join(ENGINES)}; got {text!r}")
+    return engines
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="run directory (its cold start and gpu_step.json)")
@@ -161,8 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=None, help="RL steps to measure (default: the recipe's steps)")
     p.add_argument("--peak-tflops", type=float, default=None, help="the device's dense peak, for MFU (default: by GPU name)")
     p.add_argument("--quick", action="store_true", help="the recipe at tiny size (QUICK): a check of the pipeline in minutes, on a CPU too")
-    p.add_argument("--engine", choices=("cached", "generate"), default="cached",
-                   help="how rollouts generate: the rollout engine (default) or model.generate, the path before it")
+    p.add_argument("--engine", default="cached", type=_engines,
+                   help="how rollouts generate: cached (the rollout engine, default) or generate (model.generate, the "
+                        "path before it); several, comma-separated (cached,generate), each measure --steps steps "
+                        "in turn from the one cold start")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("overrides", nargs="*", metavar="key=value")
     args = p.parse_args(argv)
@@ -174,8 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     # The cold start runs first and is timed as a whole: say so up front, so that its progress bars make sense.
     print(f"gpu_step: recipe {args.recipe}{' (--quick)' if args.quick else ''}, {cfg.model.size} model on "
           f"{cfg.model.device}: its cold start first (timed as a whole), then {steps} measured RL step(s)", flush=True)  # fmt: skip
-    result = run(cfg, out, steps, args.peak_tflops, progress=not args.no_progress, engine=args.engine)
-    result["recipe"], result["overrides"], result["quick"], result["engine"] = args.recipe, overrides, args.quick, args.engine
+    result = run(cfg, out, steps, args.peak_tflops, progress=not args.no_progress, engines=args.engine)
+    result["recipe"], result["overrides"], result["quick"], result["engines"] = args.recipe, overrides, args.quick, args.engine
     (out / "gpu_step.json").write_text(json.dumps(result, indent=2) + "\n")
     if result["out_of_memory"]:
         oom = result["out_of_memory"]
@@ -183,13 +208,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n{result['device']}, {result['parameters'] / 1e6:,.1f} M parameters: out of memory in step {oom['step']}{peak}"
               f" -> {out / 'gpu_step.json'}")  # fmt: skip
         return 1
-    s = result["summary"]
-    mfu = f"{100 * s['mfu']:.1f} %" if "mfu" in s else "- (no peak known for this device)"
-    print(f"\n{result['device']}, {result['parameters'] / 1e6:,.1f} M parameters, cold start {result['cold_start_s']:.0f} s; "
-          f"mean of steps {result['summary_over']}:\n"
-          f"  rollout {s['rollout_s']:.1f} s | reference {s['reference_s']:.1f} s | update {s['update_s']:.1f} s | "
-          f"wall {s['wall_s']:.1f} s\n  generated {s['tokens_per_s']:.0f} tok/s | trained {s['train_tokens_per_s']:.0f} tok/s | "
-          f"peak memory {s['peak_memory_mb'] / 1024:.1f} GiB | update MFU {mfu}\n  -> {out / 'gpu_step.json'}")  # fmt: skip
+    print(f"\n{result['device']}, {result['parameters'] / 1e6:,.1f} M parameters, cold start {result['cold_start_s']:.0f} s")
+    for engine, measured in result["by_engine"].items():
+        s = measured["summary"]
+        mfu = f"{100 * s['mfu']:.1f} %" if "mfu" in s else "- (no peak known for this device)"
+        print(f"{engine} engine, mean of steps {measured['summary_over']}:\n"
+              f"  rollout {s['rollout_s']:.1f} s | reference {s['reference_s']:.1f} s | update {s['update_s']:.1f} s | "
+              f"wall {s['wall_s']:.1f} s\n  generated {s['tokens_per_s']:.0f} tok/s | trained {s['train_tokens_per_s']:.0f} tok/s | "
+              f"peak memory {s['peak_memory_mb'] / 1024:.1f} GiB | update MFU {mfu}")  # fmt: skip
+    print(f"  -> {out / 'gpu_step.json'}")
     return 0
 
 

@@ -26,7 +26,36 @@ def test_the_gpu_recipe_reports_every_figure_on_a_cpu(tmp_path, monkeypatch, cap
     assert result["summary"]["update_s"] == result["steps"][1]["update_s"]
     assert result["model"]["size"] == "tiny" and result["parameters"] < 10**6 and result["cold_start_s"] > 0
     printed = capsys.readouterr().out
-    assert "step 2: rollout" in printed and "update MFU" in printed
+    assert "step 2 (cached): rollout" in printed and "update MFU" in printed
+
+
+def test_two_engines_are_measured_in_turn_from_one_cold_start(tmp_path, monkeypatch, capsys):
+    from paravt.learners.trainer import Trainer
+
+    monkeypatch.setenv("PARAVT_CACHE", str(tmp_path / "cache"))
+    seen, real = [], Trainer.rl_step
+
+    def recording(self):
+        seen.append(self.policy.engine)
+        return real(self)
+
+    monkeypatch.setattr(Trainer, "rl_step", recording)
+    out = tmp_path / "run"
+    assert main(["--out", str(out), "--steps", "1", "--engine", "cached,generate", "--no-progress", *TINY]) == 0
+    result = json.loads((out / "gpu_step.json").read_text())
+    assert seen == ["cached", "generate"]  # the engine the policy really used, step by step
+    assert [(r["engine"], r["step"]) for r in result["steps"]] == [("cached", 1), ("generate", 2)]
+    assert result["engines"] == ["cached", "generate"] and result["summary_over"] == [1]
+    assert result["by_engine"]["generate"]["summary_over"] == [2]
+    assert result["by_engine"]["generate"]["summary"]["rollout_s"] == result["steps"][1]["rollout_s"]
+    printed = capsys.readouterr().out
+    assert "step 2 (generate): rollout" in printed and "generate engine, mean of steps [2]" in printed
+
+
+def test_an_unknown_engine_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--out", str(tmp_path / "x"), "--engine", "cached,vllm", *TINY])
+    assert exc.value.code == 2 and "engines are distinct names of cached, generate" in capsys.readouterr().err
 
 
 def test_a_cuda_recipe_without_a_gpu_is_a_usage_error(tmp_path, capsys):
