@@ -42,7 +42,8 @@ echo "== phase $phase ($(date -u +%T))"
 case "$phase" in
     tests)
         # the engines are not carried: their adapters' tests skip (PARAVT_ENGINE unset)
-        workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8 --dist loadfile" || true)
+        # -v: each result named as it comes, so that a run cut off by its time limit still says what failed
+        workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8 --dist loadfile -v" || true)
         # $TESTS: other test paths (a rerun of what failed, say)
         PARAVT_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider $workers \
             ${TESTS:-tests/paravt/learners tests/paravt/policies tests/benchmarks/gpu/test_gpu_step.py} 2>&1 \

@@ -87,6 +87,8 @@ def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = 
         except torch.OutOfMemoryError as exc:  # what does not fit is a finding: its peak is reported
             failure = out_of_memory(0, exc)
         cold_start_s = time.perf_counter() - t0
+        # said at once: a run cut off by its time limit still tells what its cold start cost
+        print(f"cold start{' (out of memory)' if failure else ''}: {cold_start_s:.1f} s", flush=True)
         # Several engines measure from one cold start, one after another (the first pays for allocator growth
         # and kernel selection): "generate" is model.generate, the path before the rollout engine.
         for engine in () if failure else engines:
