@@ -40,14 +40,21 @@ class ProcessedFrames:
     overview, crops repeat a grid, and a trajectory's pixels are recomputed for the update): an LRU of at most
     ``max_bytes`` of pixels, keyed by ``frame_digest``. The Qwen-VL processors treat each image on its own, so a
     batch's output is its frames' outputs in order (tested against one processor call). A frame is known by its
-    digest and by the processing settings of the call (``settings``)."""
+    digest and by the processing settings of the call (``settings``).
+
+    Safe to call from several threads at once (``paravt eval`` encodes each episode's turns in that episode's
+    thread): the LRU is read and written under a lock, and the processing itself runs outside it, so threads
+    process their frames concurrently. A frame evicted by another thread between the lookup and the use is
+    never looked up again: a call's hits are taken out under the lock in one go."""
 
     def __init__(self, image_processor: Any, max_bytes: int = 128 << 20) -> None:
+        import threading
         from collections import OrderedDict
 
         self.image_processor, self.max_bytes = image_processor, int(max_bytes)
         self._kept: OrderedDict[tuple[bytes, str], tuple[Any, Any]] = OrderedDict()
         self._bytes = 0
+        self._lock = threading.Lock()
         self.stats = {"frames": 0, "processed": 0}
 
     def settings(self, pixel_kwargs: dict) -> str:
@@ -70,9 +77,11 @@ class ProcessedFrames:
         pixel_kwargs = dict(pixel_kwargs or {})
         settings = self.settings(pixel_kwargs)
         keys = [(d, settings) for d in (digests if digests is not None else [frame_digest(a) for a in arrays])]
-        todo = {k: a for k, a in zip(keys, arrays, strict=True) if k not in self._kept}
-        self.stats["frames"] += len(keys)
-        self.stats["processed"] += len(todo)
+        with self._lock:
+            hits = {k: self._kept[k] for k in keys if k in self._kept}
+            for k in hits:
+                self._kept.move_to_end(k)
+        todo = {k: a for k, a in zip(keys, arrays, strict=True) if k not in hits}
         fresh: dict[tuple[bytes, str], tuple[Any, Any]] = {}
         if todo:
             pixels, grid = process_images(self.image_processor, list(todo.values()), pixel_kwargs)
@@ -81,16 +90,19 @@ class ProcessedFrames:
                 n = int(thw.prod())
                 fresh[k] = (pixels[row : row + n].clone(), thw.clone())
                 row += n
-        parts = [fresh.get(k) or self._kept[k] for k in keys]
-        for k, part in fresh.items():
-            self._kept[k] = part
-            self._bytes += part[0].numel() * part[0].element_size()
-        for k in keys:
-            if k in self._kept:
-                self._kept.move_to_end(k)
-        while self._bytes > self.max_bytes and self._kept:
-            _, (p, _g) = self._kept.popitem(last=False)
-            self._bytes -= p.numel() * p.element_size()
+        parts = [hits.get(k) or fresh[k] for k in keys]
+        with self._lock:
+            self.stats["frames"] += len(keys)
+            self.stats["processed"] += len(todo)
+            for k, part in fresh.items():
+                old = self._kept.pop(k, None)  # another thread processed the same frame meanwhile
+                if old is not None:
+                    self._bytes -= old[0].numel() * old[0].element_size()
+                self._kept[k] = part
+                self._bytes += part[0].numel() * part[0].element_size()
+            while self._bytes > self.max_bytes and self._kept:
+                _, (p, _g) = self._kept.popitem(last=False)
+                self._bytes -= p.numel() * p.element_size()
         return torch.cat([p for p, _ in parts]), torch.stack([g for _, g in parts])
 
 
