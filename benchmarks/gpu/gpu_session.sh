@@ -7,7 +7,8 @@
 #            engine) and gpu_step's own; 8 pytest-xdist workers on one GPU where xdist is installed
 #   main     the main job with model.device=cuda, to the end
 #   step2b   benchmarks.gpu.gpu_step: a random Qwen3-VL-2B at the release's settings (recipe gpu_smoke), one cold
-#            start, then 1 PARA-GRPO step with the rollout engine and 1 with model.generate (the path before it)
+#            start, then 1 PARA-GRPO step with the rollout engine and 1 with model.generate (the path before it),
+#            every thread's stack printed each minute; run it alone (docs/gpu.md, "The next session with a GPU")
 #   step8b   the same at 8B, 1 step, 256 new tokens a turn (by arithmetic it does not fit one GPU: the out-of-memory
 #            error and its peak are the figure; short rollouts reach the update sooner)
 #   episode  the OpenRLHF executor's episode at 2B with the local engine: alignment, scripted and sampled
@@ -42,21 +43,23 @@ echo "== phase $phase ($(date -u +%T))"
 case "$phase" in
     tests)
         # the engines are not carried: their adapters' tests skip (PARAVT_ENGINE unset)
-        # -v: each result named as it comes, so that a run cut off by its time limit still says what failed
-        workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8 --dist loadfile -v" || true)
+        # -v (and no -q, which cancels it): each result named as it comes, so that a run cut off by its time
+        # limit still says what failed; --timeout: one hung test does not take the call
+        workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8 --dist loadfile" || true)
+        timeout=$(python3 -c "import pytest_timeout" 2>/dev/null && echo "--timeout 150" || true)
         # $TESTS: other test paths (a rerun of what failed, say)
-        PARAVT_TEST_DEVICE=cuda python3 -m pytest -q -p no:cacheprovider $workers \
+        PARAVT_TEST_DEVICE=cuda python3 -m pytest -v -rfE --tb=short -p no:cacheprovider $workers $timeout \
             ${TESTS:-tests/paravt/learners tests/paravt/policies tests/benchmarks/gpu/test_gpu_step.py} 2>&1 \
             | tee "$out/tests.log" || true ;;
     main)
         python3 -m paravt train --recipe tiny_cpu --out "$runs/main" --no-progress model.device=cuda 2>&1 | tee "$out/main.log" ;;
     step2b)
-        python3 -m benchmarks.gpu.gpu_step --out "$runs/step2b" --no-progress --steps 1 --engine cached,generate 2>&1 \
+        python3 -m benchmarks.gpu.gpu_step --out "$runs/step2b" --stacks-every 60 --steps 1 --engine cached,generate 2>&1 \
             | tee "$out/step2b.log" || true
         cp "$runs/step2b/gpu_step.json" "$out/step2b.json" || true ;;
     step8b)
         # no SFT stage: its optimiser's fp32 masters would sit beside RL's (2 x 35 GB at 8B)
-        python3 -m benchmarks.gpu.gpu_step --out "$runs/step8b" --no-progress --steps 1 model.size=8b sft.steps=0 \
+        python3 -m benchmarks.gpu.gpu_step --out "$runs/step8b" --stacks-every 60 --steps 1 model.size=8b sft.steps=0 \
             rollout.max_new_tokens=256 2>&1 | tee "$out/step8b.log" || true
         cp "$runs/step8b/gpu_step.json" "$out/step8b.json" || true ;;
     episode)

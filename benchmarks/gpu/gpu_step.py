@@ -24,6 +24,8 @@ included; its figures say nothing about real size. On a CPU at a published size 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import faulthandler
 import json
 import platform
 import statistics
@@ -132,6 +134,20 @@ def _summary(rows: list[dict[str, Any]]) -> tuple[dict[str, float], list[int]]:
     return summary, [r["step"] for r in measured]
 
 
+@contextlib.contextmanager
+def stack_dumps(seconds: float | None):
+    """Every ``seconds`` (None or 0: never), every thread's Python stack to stderr: on a leased GPU, a run cut off by
+    its time limit still says where its time went (the first GPU run lost a whole step to an unknown phase)."""
+    if not seconds:
+        yield
+        return
+    faulthandler.dump_traceback_later(seconds, repeat=True, file=sys.stderr)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
 def _print_row(r: dict[str, Any]) -> None:
     mfu = f"{100 * r['mfu']:.1f} %" if r.get("mfu") is not None else "-"
     print(f"step {r['step']} ({r['engine']}): rollout {r['rollout_s']:.1f} s ({r['tokens_per_s']:.0f} generated tok/s), reference "
@@ -191,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                         "path before it); several, comma-separated (cached,generate), each measure --steps steps "
                         "in turn from the one cold start")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--stacks-every", type=float, default=None, metavar="S",
+                   help="print every thread's Python stack to stderr every S seconds (where a long run spends its time)")
     p.add_argument("overrides", nargs="*", metavar="key=value")
     args = p.parse_args(argv)
     cfg, overrides = step_config(p, args)
@@ -201,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     # The cold start runs first and is timed as a whole: say so up front, so that its progress bars make sense.
     print(f"gpu_step: recipe {args.recipe}{' (--quick)' if args.quick else ''}, {cfg.model.size} model on "
           f"{cfg.model.device}: its cold start first (timed as a whole), then {steps} measured RL step(s)", flush=True)  # fmt: skip
-    result = run(cfg, out, steps, args.peak_tflops, progress=not args.no_progress, engines=args.engine)
+    with stack_dumps(args.stacks_every):
+        result = run(cfg, out, steps, args.peak_tflops, progress=not args.no_progress, engines=args.engine)
     result["recipe"], result["overrides"], result["quick"], result["engines"] = args.recipe, overrides, args.quick, args.engine
     (out / "gpu_step.json").write_text(json.dumps(result, indent=2) + "\n")
     if result["out_of_memory"]:

@@ -118,3 +118,22 @@ def test_quick_is_the_recipe_at_tiny_size_and_the_users_overrides_win():
     cfg, overrides = step_config(argparse.ArgumentParser(), args)
     assert cfg.model.size == "tiny" and cfg.data.synth_n == 2 and cfg.rollout.group_size == 4 and cfg.model.device == "cpu"
     assert overrides[-2:] == args.overrides
+
+
+def test_stack_dumps_say_where_a_run_is_while_it_runs(capfd):
+    import time
+
+    from benchmarks.gpu.gpu_step import stack_dumps
+
+    def somewhere_slow():
+        time.sleep(0.7)
+
+    with stack_dumps(0.2):
+        somewhere_slow()
+    time.sleep(0.4)  # after the block: no more dumps
+    err = capfd.readouterr().err
+    assert "most recent call first" in err and "somewhere_slow" in err
+    assert err.count("somewhere_slow") >= 2  # repeated, not once
+    with stack_dumps(None):
+        somewhere_slow()
+    assert capfd.readouterr().err == ""
