@@ -257,8 +257,11 @@ class TrainConfig:
 
     def settings(self) -> Algorithm:
         """What this run's algorithm sets (gating, think prefix, anchoring granularity, reward):
-        ``para_grpo.ALGORITHMS``."""
-        return algorithm(self.algorithm, self.para)
+        ``para_grpo.ALGORITHMS``, with ``grpo.tool_credit`` applied to whichever reward it chose."""
+        algo = algorithm(self.algorithm, self.para)
+        if self.grpo.tool_credit == algo.reward.tool_credit:
+            return algo
+        return dataclasses.replace(algo, reward=dataclasses.replace(algo.reward, tool_credit=self.grpo.tool_credit))
 
     def as_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -273,7 +276,7 @@ class TrainConfig:
 
 
 ALGORITHM_KEYS = {"nframes_gating": "para.nframes_gating", "gating_choices": "para.gating_choices",
-                  "reward": "algorithm and para.*", "response_prefix": "para.think_prefix", "seed": "seed (top level)",
+                  "reward": "algorithm, para.* and grpo.tool_credit", "response_prefix": "para.think_prefix", "seed": "seed (top level)",
                   "subagent": "nothing: the policy itself answers"}  # fmt: skip
 """``EnvConfig`` fields a recipe's ``env:`` section may not set, and where they are set instead."""
 

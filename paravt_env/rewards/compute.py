@@ -79,10 +79,11 @@ def compute_reward(
         return ZERO
     accuracy = answer_accuracy(extract_answer(completion), answer, question_type, config.mode, question)
     fmt = format_reward(completion, answer_suffix=config.answer_suffix, anchor_weight=config.anchor_weight,
-                        balance_after_cap=config.balance_after_cap, broken_call_penalty=config.broken_call_penalty)
+                        balance_after_cap=config.balance_after_cap, broken_call_penalty=config.broken_call_penalty,
+                        tool_credit=config.tool_credit)  # fmt: skip
     tool = tool_reward(
         completion, accuracy, source=config.tool_source, executed_tool_calls=executed_tool_calls
-    )
+    ) if config.tool_credit else 0.0
     total = accuracy + config.format_weight * fmt + tool
     if not math.isfinite(total):  # cannot happen with the metrics above; guard the learners anyway
         raise FloatingPointError(f"non-finite reward {total} for question type {question_type!r}")

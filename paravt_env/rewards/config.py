@@ -53,7 +53,17 @@ class RewardConfig:
     and made RL worse (held-out 0.617 against 0.825, one seed of three dropped the tool): most sampled call
     turns of a tiny model break somewhere, and the penalty made calling cost."""
 
+    tool_credit: bool = True
+    """Credit for calling the tool as such. True (the release): the tool term (0.1 for a parseable call, 0.3 once a
+    tool ran, +0.5 when the answer is also right) and the format score's +0.3 for a ``<think>`` before the first
+    call. False (a variant, issue 62): neither, so at equal accuracy and format an episode that calls earns
+    nothing over one that answers from the overview. Under the release's reward a redundant crop earns +0.9
+    (vanilla) or +0.6 (PARA-GRPO) over a right answer without it, so the skip-the-tool shortcut the paper's
+    Tool Prior Paradox needs is penalised and cannot appear; this variant lets it (docs/env.md, "Rewards")."""
+
     def __post_init__(self) -> None:
+        if not isinstance(self.tool_credit, bool):
+            raise ValueError(f"RewardConfig.tool_credit must be true or false, got {self.tool_credit!r}")
         if self.mode not in ACCURACY_MODES:
             raise ValueError(f"RewardConfig.mode must be one of {ACCURACY_MODES}, got {self.mode!r}")
         if self.tool_source not in TOOL_SOURCES:

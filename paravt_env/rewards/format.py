@@ -96,12 +96,13 @@ def broken_tool_calls(completion: str) -> int:
 
 
 def format_reward(completion: str, *, answer_suffix: bool, anchor_weight: float, balance_after_cap: bool = False,
-                  broken_call_penalty: float = 0.0) -> float:  # fmt: skip
+                  broken_call_penalty: float = 0.0, tool_credit: bool = True) -> float:  # fmt: skip
     """The released format score, at most 1.0. It can be negative (down to -0.3 λ): the anchoring penalty
     for an unclosed ``<think>`` applies even when nothing else was earned, exactly as in the release.
     ``balance_after_cap`` (a variant, ``RewardConfig.balance_after_cap``): the +0.1 for balanced tags comes after
     capping the rest at 0.9, so it is never lost to the cap. ``broken_call_penalty`` (a variant,
-    ``RewardConfig.broken_call_penalty``): that much less, after the cap, per broken ``<tool_call>``."""
+    ``RewardConfig.broken_call_penalty``): that much less, after the cap, per broken ``<tool_call>``.
+    ``tool_credit`` False (a variant, ``RewardConfig.tool_credit``): no +0.3 for thinking before a call."""
     penalty = broken_call_penalty * broken_tool_calls(completion) if broken_call_penalty else 0.0
     has_think = has_substantive_think(completion)
     has_tool = has_parseable_tool_call(completion)
@@ -130,7 +131,7 @@ def format_reward(completion: str, *, answer_suffix: bool, anchor_weight: float,
             bonus -= 0.3
         score += anchor_weight * bonus
 
-    if has_think and has_tool and think_before_tool(completion):
+    if tool_credit and has_think and has_tool and think_before_tool(completion):
         score += 0.3
     balanced = score > 0 and tags_balanced(completion)
     if balance_after_cap:

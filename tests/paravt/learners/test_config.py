@@ -114,3 +114,18 @@ def test_an_enumerated_value_is_checked_when_the_recipe_loads(override, words):
         load_recipe("tiny_cpu", [override])
     assert words in str(caught.value)
     assert load_recipe("tiny_cpu", ["model.device=cuda:1", "model.dtype=bf16"]).model.device == "cuda:1"
+
+
+@pytest.mark.parametrize("algorithm", ["grpo", "para_grpo"])
+def test_tool_credit_reaches_the_env_reward_of_every_algorithm(algorithm):
+    """grpo.tool_credit=false (issue 62's tool-neutral reward) changes only that field of the algorithm's own reward."""
+    import dataclasses
+
+    from paravt.learners.run_setup import env_config
+
+    released = load_recipe("tiny_cpu", [f"algorithm={algorithm}"])
+    neutral = load_recipe("tiny_cpu", [f"algorithm={algorithm}", "grpo.tool_credit=false"])
+    assert env_config(released).reward.tool_credit is True
+    assert env_config(neutral).reward == dataclasses.replace(env_config(released).reward, tool_credit=False)
+    with pytest.raises(ValueError, match="grpo.tool_credit"):
+        load_recipe("tiny_cpu", ["grpo.tool_credit=maybe"])
