@@ -53,10 +53,16 @@ def resolve_threads(requested: int | None = None, workers: int = 1) -> tuple[int
 
 
 def set_torch_threads(requested: int | None = None, workers: int = 1) -> int:
-    """Set torch's intra-op thread count (``resolve_threads``) and return it; logged with its source."""
+    """Set torch's intra-op thread count (``resolve_threads``) and return it; logged with its source. The CPU's
+    vector code is pinned too (``cpu_numerics.pin_cpu_numerics``): with the thread count, what makes two
+    machines compute the same floats."""
     import torch
 
+    from paravt.learners.cpu_numerics import pin_cpu_numerics
+
+    numerics = pin_cpu_numerics()
     threads, source = resolve_threads(requested, workers)
     torch.set_num_threads(threads)
-    logger.info("torch threads: %d (%s)", threads, source)
+    logger.info("torch threads: %d (%s); CPU kernels %s, MKL_CBWR %s, oneDNN %s", threads, source,
+                numerics["cpu_capability"], numerics["mkl_cbwr"], "on" if numerics["onednn"] else "off")  # fmt: skip
     return threads

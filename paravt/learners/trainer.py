@@ -27,6 +27,7 @@ from paravt.learners.advantages import kl_in_reward, training_units
 from paravt.learners.coldstart.pipeline import run_cold_start
 from paravt.learners.coldstart.sft import progress_bar
 from paravt.learners.coldstart.store import ColdStartStore
+from paravt.learners.cpu_numerics import record_numerics
 from paravt.learners.config import TrainConfig
 from paravt.learners.grpo import (
     clipped_policy_loss,
@@ -97,6 +98,8 @@ class Trainer:
         load_from = self.ckpt / "model" if self.resumed else coldstart if self.from_coldstart else base_path
         dtype = torch.bfloat16 if cfg.model.dtype == "bf16" else torch.float32
         think = cfg.think_prefix
+        if cfg.model.device == "cpu":
+            record_numerics(self.out, resume)
         self.policy = HFPolicy.from_pretrained(
             load_from, device=cfg.model.device, dtype=dtype, max_new_tokens=cfg.rollout.max_new_tokens,
             temperature=cfg.rollout.temperature, think_prefix=think,

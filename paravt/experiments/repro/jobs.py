@@ -158,9 +158,9 @@ def _worker(fn: Callable[..., Any], args: tuple[Any, ...], threads: int, level: 
     watch_parent()  # first: whatever happens below, an orphan does not outlive the grace
     die_with_parent(parent)  # after the handler: the parent's death is an interrupt (save, then exit)
     logging.basicConfig(level=level, format="%(levelname)s %(message)s")
-    import torch
+    from paravt.learners.threads import set_torch_threads
 
-    torch.set_num_threads(threads)
+    set_torch_threads(threads)  # and the CPU's vector code pinned, as every entry point that runs a model does
     try:
         fn(*args)
     except KeyboardInterrupt:
