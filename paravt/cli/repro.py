@@ -20,7 +20,8 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--out", required=True, help="run directory (rerun with the same --out to resume)")
     p.add_argument("--recipe", default="repro_cpu", help="shared recipe (default repro_cpu: long videos, short events)")
     p.add_argument("--arms", default=None,
-                   help="comma-separated arms (default: all six of paravt.experiments.repro.train.ARMS)")
+                   help="comma-separated arms (default: the six of the released reward; the tool-neutral arms of "
+                        "issue 62 are named with _neutral: paravt.experiments.repro.arms.ARMS)")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated RL seeds (default 0,1,2)")
     p.add_argument("--steps", type=int, default=None, help="RL steps per arm (default: the recipe's)")
     p.add_argument("--eval-limit", type=int, default=None, help="held-out samples per evaluation (default all)")
@@ -30,6 +31,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--no-gate", action="store_true",
                    help="train the arms even when the cold start fails the probe gate (its figures are still "
                         "recorded in OUT/coldstart/gate.json and the report)")
+    p.add_argument("--gate-habit", type=float, default=None, metavar="SHARE",
+                   help="the probe gate's tool-prior check: greedy at K = 64 the cold start crops in at least this "
+                        "share of the held-out episodes (issue 62's design: 0.5; default: not checked)")
     p.add_argument("--report-only", action="store_true", help="only rewrite the report from finished runs")
     p.add_argument("--jobs", type=int, default=1,
                    help="arm runs trained and evaluated at once, each in its own process with its share of the CPU "
@@ -50,7 +54,7 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from paravt.experiments.repro.arms import ARMS, ReproConfig, saved_config
+    from paravt.experiments.repro.arms import DEFAULT_ARMS, ReproConfig, saved_config
     from paravt.experiments.repro.gate import GateFailed
     from paravt.experiments.repro.report import (
         coldstart_summary,
@@ -70,9 +74,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--eval-limit must be at least 1, got {args.eval_limit}")
     if args.jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
-    cfg = ReproConfig(recipe=args.recipe, arms=tuple(a.strip() for a in (args.arms or ",".join(ARMS)).split(",") if a.strip()),
+    cfg = ReproConfig(recipe=args.recipe, arms=tuple(a.strip() for a in (args.arms or ",".join(DEFAULT_ARMS)).split(",") if a.strip()),
                       seeds=_ints(args.seeds, "seeds"), steps=args.steps, overrides=tuple(args.overrides),
-                      eval_limit=args.eval_limit, eval_frame_budgets=budgets, gate=not args.no_gate)  # fmt: skip
+                      eval_limit=args.eval_limit, eval_frame_budgets=budgets, gate=not args.no_gate,
+                      gate_habit=args.gate_habit)  # fmt: skip
     out = Path(args.out)
     progress = not args.no_progress
     from paravt.learners.interrupts import interrupt_on_sigterm

@@ -10,7 +10,10 @@ The arms (arXiv 2605.20342: vanilla GRPO vs PARA-GRPO, and the two single-compon
 - ``ea_only``: PARA-GRPO without nFrames Gating;
 - ``gating_only``: PARA-GRPO without Exploration Anchoring (no prefix, no suffix, λ=0);
 - ``para_grpo_scored`` / ``ea_only_scored``: the two EA arms under the reward variant that scores the forced
-  ``<think>\n`` as the policy's own opening tag (the paper's intent; the release scores generated text only).
+  ``<think>\n`` as the policy's own opening tag (the paper's intent; the release scores generated text only);
+- ``vanilla_grpo_neutral``, ``ea_only_neutral``, ``gating_only_neutral``, ``para_grpo_neutral``: four arms again
+  under the tool-neutral reward (``grpo.tool_credit=false``: at equal accuracy calling earns nothing), where the
+  skip-the-tool shortcut of the Tool Prior Paradox can pay (issue 62; not run by default).
 
 Everything else (data, cold start, optimiser, rollout settings, steps) is the recipe's, identical for every arm.
 """
@@ -36,11 +39,18 @@ ARMS: dict[str, dict[str, Any]] = {
     "para_grpo_scored": {"algorithm": "para_grpo", "para.prefix_scored": True},
     "ea_only_scored": {"algorithm": "para_grpo", "para.nframes_gating": False, "para.prefix_scored": True},
 }  # fmt: skip
+# Issue 62: the four arms of the paper's comparison again under the tool-neutral reward.
+NEUTRAL = {f"{arm}_neutral": {**ARMS[arm], "grpo.tool_credit": False}
+           for arm in ("vanilla_grpo", "ea_only", "gating_only", "para_grpo")}  # fmt: skip
+DEFAULT_ARMS = tuple(ARMS)
+"""What ``paravt repro`` runs unless ``--arms`` says otherwise: the six arms of the released reward."""
+ARMS.update(NEUTRAL)
 """Recipe overrides of each arm, on top of the shared recipe."""
 
 ARM_LABELS = {"vanilla_grpo": "Vanilla GRPO", "para_grpo": "PARA-GRPO", "ea_only": "EA only",
               "gating_only": "nFrames Gating only", "para_grpo_scored": "PARA-GRPO (prefix scored)",
               "ea_only_scored": "EA only (prefix scored)"}  # fmt: skip
+ARM_LABELS.update({arm: f"{ARM_LABELS[arm[: -len('_neutral')]]} (tool-neutral)" for arm in NEUTRAL})
 
 
 @dataclass
@@ -49,7 +59,7 @@ class ReproConfig:
 
     recipe: str = "repro_cpu"
     """The shared recipe (name or YAML path): data, cold start, RL settings of every arm."""
-    arms: tuple[str, ...] = tuple(ARMS)
+    arms: tuple[str, ...] = DEFAULT_ARMS
     """Arms to run (keys of ``ARMS``)."""
     seeds: tuple[int, ...] = (0, 1, 2)
     """RL seeds per arm (sampling, data order, gating draws). The cold start is one, shared."""
@@ -68,6 +78,10 @@ class ReproConfig:
     gate: bool = True
     """Stop before any RL step when the shared cold start fails the probe gate
     (``paravt.experiments.repro.gate``); False records its figures and goes on (``paravt repro --no-gate``)."""
+    gate_habit: float | None = None
+    """The gate's fifth check, the tool prior (``GateConfig.min_crop_habit``, ``--gate-habit``): greedy at the
+    gate's K = 64, the cold start crops in at least this share of the held-out episodes. None: not checked (the
+    runs before issue 62)."""
 
     @classmethod
     def from_saved(cls, saved: dict[str, Any]) -> ReproConfig:
@@ -91,6 +105,8 @@ class ReproConfig:
             raise ValueError(f"unknown arm(s) {unknown}; known: {list(ARMS)}")
         if not self.seeds:
             raise ValueError("ReproConfig.seeds is empty")
+        if self.gate_habit is not None and not (isinstance(self.gate_habit, (int, float)) and 0 <= self.gate_habit <= 1):
+            raise ValueError(f"ReproConfig.gate_habit must be a share in [0, 1], got {self.gate_habit!r}")
         if self.steps is not None and self.steps < 1:
             raise ValueError(f"ReproConfig.steps must be at least 1, got {self.steps}")
         self.eval_frame_budgets = tuple(self.eval_frame_budgets)

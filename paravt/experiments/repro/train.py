@@ -100,12 +100,12 @@ def run_training(cfg: ReproConfig, out: str | Path, *, progress: bool = True,
 def prepare(cfg: ReproConfig, out: Path, progress: bool = True) -> Path:
     """The run directory checked against its configuration, the shared cold start every arm starts from, and
     its probe gate (``GateFailed`` when it fails and ``cfg.gate`` holds)."""
-    from paravt.experiments.repro.gate import run_gate
+    from paravt.experiments.repro.gate import GateConfig, run_gate
 
     out.mkdir(parents=True, exist_ok=True)
     check_config(cfg, out)
     model = run_coldstart(cfg, out, progress)
-    run_gate(out, cfg, enforce=cfg.gate, progress=progress)
+    run_gate(out, cfg, GateConfig(min_crop_habit=cfg.gate_habit), enforce=cfg.gate, progress=progress)
     return model
 
 

@@ -73,3 +73,38 @@ def test_the_constant_rate_is_the_best_single_answer():
     samples = [s(0, "red"), s(1, "red"), s(2, "blue"), s(3, "green")]
     assert best_constant_rate(samples) == pytest.approx(0.5)
     assert best_constant_rate([]) == 0.0
+
+
+def test_a_gate_saved_before_the_habit_check_is_reused_unless_the_check_is_asked_for(tmp_path, monkeypatch):
+    cfg = ReproConfig()
+    saved = _result(True, GateConfig())
+    del saved["gate"]["min_crop_habit"]  # what a gate.json written before issue 62 holds
+    gate_path(tmp_path).parent.mkdir(parents=True)
+    gate_path(tmp_path).write_text(json.dumps(saved))
+    calls = []
+    monkeypatch.setattr(gate_module, "measure", lambda out, cfg, gate, progress: calls.append(gate) or _result(True, gate))
+    run_gate(tmp_path, cfg, GateConfig())
+    assert not calls  # the committed repro reports keep their gate
+    run_gate(tmp_path, cfg, GateConfig(min_crop_habit=0.5))
+    assert [g.min_crop_habit for g in calls] == [0.5]
+
+
+@pytest.mark.parametrize(("rate", "passed"), [(0.55, True), (0.45, False)])
+def test_the_habit_check_reads_the_cold_starts_greedy_evaluation_at_the_gates_k(tmp_path, monkeypatch, rate, passed):
+    from paravt.experiments.repro import report as report_module
+
+    asked = []
+
+    def evaluated(model, heldout, target, cfg, **kwargs):  # the evaluation itself: tested in the harness
+        asked.append((target.name, kwargs))
+        target.mkdir(parents=True, exist_ok=True)
+        split = {"showed": {"n": 30, "tool_usage_rate": 0.4}, "missed": {"n": 10, "tool_usage_rate": 1.0}}
+        (target / "summary.json").write_text(json.dumps({"n": 40, "tool_usage_rate": rate, "avg_tool_calls": 2.2,
+                                                         "by_overview": split}))  # fmt: skip
+
+    monkeypatch.setattr(report_module, "_evaluate", evaluated)
+    assert gate_module._habit_checks(tmp_path, ReproConfig(), GateConfig()) == []  # not asked for: not measured
+    (check,) = gate_module._habit_checks(tmp_path, ReproConfig(), GateConfig(min_crop_habit=0.5))
+    assert asked == [("eval_parallel_k64", {"frame_budget": 64})]  # the report's own K = 64 evaluation
+    assert (check["name"], check["value"], check["threshold"], check["passed"]) == ("calls by habit", rate, 0.5, passed)
+    assert "overview showed the event: 0.400 of 30" in check["detail"] and "missed the event: 1.000 of 10" in check["detail"]

@@ -1,5 +1,6 @@
 """``paravt repro``'s arms change only what the paper changes, from one shared cold start."""
 
+import dataclasses
 import json
 
 import pytest
@@ -14,27 +15,32 @@ def _knobs(cfg):
     reward = env.reward
     return {"think_prefix": cfg.think_prefix, "gating": env.nframes_gating,
             "answer_suffix": reward.answer_suffix, "anchor": reward.anchor_weight,
-            "prefix_scored": reward.score_forced_prefix}  # fmt: skip
+            "prefix_scored": reward.score_forced_prefix, "tool_credit": reward.tool_credit}  # fmt: skip
 
 
 def test_each_arm_turns_exactly_its_components_on(tmp_path):
     repro = ReproConfig(steps=7)
     knobs = {arm: _knobs(arm_config(repro, arm, 3, tmp_path / "cs")) for arm in ARMS}
-    off = {"prefix_scored": False}
+    off = {"prefix_scored": False, "tool_credit": True}
     assert knobs["vanilla_grpo"] == {"think_prefix": False, "gating": False, "answer_suffix": False, "anchor": 0.0, **off}
     assert knobs["para_grpo"] == {"think_prefix": True, "gating": True, "answer_suffix": True, "anchor": 0.5, **off}
     assert knobs["ea_only"] == {"think_prefix": True, "gating": False, "answer_suffix": True, "anchor": 0.5, **off}
     assert knobs["gating_only"] == {"think_prefix": False, "gating": True, "answer_suffix": False, "anchor": 0.0, **off}
     # the EA claim again under the reward that scores the forced <think> as the policy's opening tag
-    on = {"prefix_scored": True}
+    on = {"prefix_scored": True, "tool_credit": True}
     assert knobs["para_grpo_scored"] == {"think_prefix": True, "gating": True, "answer_suffix": True, "anchor": 0.5, **on}
     assert knobs["ea_only_scored"] == {"think_prefix": True, "gating": False, "answer_suffix": True, "anchor": 0.5, **on}
+    # issue 62: the four arms of the paper's comparison again, each changed in its reward's tool credit only
+    for arm in ("vanilla_grpo", "ea_only", "gating_only", "para_grpo"):
+        assert knobs[f"{arm}_neutral"] == {**knobs[arm], "tool_credit": False}
+    assert ReproConfig().arms == tuple(a for a in ARMS if not a.endswith("_neutral"))  # not run by default
     # everything else is shared: the cold start, the seed, the steps, the optimiser and rollout settings
     cfgs = [arm_config(repro, arm, 3, tmp_path / "cs") for arm in ARMS]
     for cfg in cfgs:
         assert cfg.model.path == str(tmp_path / "cs") and cfg.seed == 3 and cfg.steps == 7
         assert cfg.sft.steps == 0 and cfg.perception.steps == 0
-        assert (cfg.optim, cfg.rollout, cfg.grpo, cfg.env) == (cfgs[0].optim, cfgs[0].rollout, cfgs[0].grpo, cfgs[0].env)
+        assert (cfg.optim, cfg.rollout, cfg.env) == (cfgs[0].optim, cfgs[0].rollout, cfgs[0].env)
+        assert dataclasses.replace(cfg.grpo, tool_credit=True) == cfgs[0].grpo
 
 
 def test_config_errors_and_resume_rules(tmp_path):
@@ -42,6 +48,8 @@ def test_config_errors_and_resume_rules(tmp_path):
         ReproConfig(arms=("ppo",))
     with pytest.raises(ValueError, match="at least 1"):
         ReproConfig(steps=0)
+    with pytest.raises(ValueError, match="gate_habit must be a share"):
+        ReproConfig(gate_habit=1.5)
     check_config(ReproConfig(seeds=(0,), arms=("para_grpo",)), tmp_path)
     # adding seeds or arms extends the run; changing what every run was trained with is refused
     check_config(ReproConfig(seeds=(1,), arms=("vanilla_grpo",)), tmp_path)
