@@ -20,6 +20,7 @@ import pytest
 from benchmarks.perf.media import long_video
 from paravt_env.video import open_video, sample_overview, sample_window
 
+
 def _importable(name: str) -> bool:
     import importlib.util
 

@@ -55,13 +55,9 @@ def _ints(text: str, what: str) -> tuple[int, ...]:
 
 def run(args: argparse.Namespace) -> int:
     from paravt.experiments.repro.arms import DEFAULT_ARMS, ReproConfig, saved_config
+    from paravt.experiments.repro.evaluations import evaluate_coldstart, evaluate_run
     from paravt.experiments.repro.gate import GateFailed
-    from paravt.experiments.repro.report import (
-        coldstart_summary,
-        evaluate_coldstart,
-        evaluate_run,
-        write_report,
-    )
+    from paravt.experiments.repro.report import coldstart_summary, write_report
     from paravt.experiments.repro.train import run_training
     from paravt.experiments.repro.wall import WallClock
 
@@ -136,7 +132,7 @@ def run_parallel(cfg, out: Path, jobs: int, progress: bool, report, threads: int
 def arm_job(cfg, out: Path, arm: str, seed: int) -> None:
     """One worker's job: train the arm for the seed (or resume it), then evaluate its final policy with every
     dispatch mode (each evaluation resumes too). Module-level so a spawned worker can unpickle it."""
-    from paravt.experiments.repro.report import evaluate_run
+    from paravt.experiments.repro.evaluations import evaluate_run
     from paravt.experiments.repro.train import run_arm
 
     run_dir = run_arm(cfg, out, arm, seed, progress=False)

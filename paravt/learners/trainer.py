@@ -27,8 +27,8 @@ from paravt.learners.advantages import kl_in_reward, training_units
 from paravt.learners.coldstart.pipeline import run_cold_start
 from paravt.learners.coldstart.sft import progress_bar
 from paravt.learners.coldstart.store import ColdStartStore
-from paravt.learners.cpu_numerics import record_numerics
 from paravt.learners.config import TrainConfig
+from paravt.learners.cpu_numerics import record_numerics
 from paravt.learners.grpo import (
     clipped_policy_loss,
     kl_penalty,

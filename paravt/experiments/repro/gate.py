@@ -179,11 +179,11 @@ def _habit_checks(out: Path, cfg, gate: GateConfig) -> list[dict[str, Any]]:
     if gate.min_crop_habit is None:
         return []
     from paravt.experiments.repro.arms import coldstart_model
-    from paravt.experiments.repro.report import _evaluate, eval_dir
+    from paravt.experiments.repro.evaluations import eval_dir, evaluate_policy
 
     k = gate.overview_budget
     target = eval_dir(Path(out) / "coldstart", "parallel", k)
-    _evaluate(coldstart_model(out), Path(out) / "coldstart" / "heldout", target, cfg, frame_budget=k)
+    evaluate_policy(coldstart_model(out), Path(out) / "coldstart" / "heldout", target, cfg, frame_budget=k)
     summary = read_json(target / "summary.json")
     split = summary.get("by_overview", {})
     detail = ", ".join(f"overview {name} the event: {part['tool_usage_rate']:.3f} of {part['n']}"

@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from paravt.evaluation.harness import evaluate_checkpoint
 from paravt.evaluation.report import summarize
 from paravt.evaluation.stats import finite, mean_ci
 from paravt.evaluation.store import read_results
 from paravt.experiments.repro.arms import ARM_LABELS, ReproConfig, coldstart_model
+from paravt.experiments.repro.evaluations import eval_budgets, eval_dir
 from paravt.experiments.repro.train import finished_runs, unreadable_runs
 from paravt_env.storage import DamagedFile, read_json, read_jsonl
 
@@ -55,44 +55,6 @@ EARLY_STEPS = 10
 
 STEP_BINS = ((1, 1), (2, 10), (11, 25), (26, 50), (51, 100), (101, 150), (151, 300))
 """The dynamics table's step ranges (inclusive): step 1 alone (what RL starts from), then wider bins."""
-
-
-def eval_dir(run: Path, dispatch: str, k: int | None) -> Path:
-    """Where a policy's held-out evaluation at overview budget ``k`` (None: its card's) with ``dispatch`` goes."""
-    return Path(run) / (f"eval_{dispatch}" if k is None else f"eval_{dispatch}_k{k}")
-
-
-def eval_budgets(cfg: ReproConfig) -> tuple[int | None, ...]:
-    return tuple(cfg.eval_frame_budgets) or (None,)
-
-
-def evaluate_run(run: Path, heldout: Path, cfg: ReproConfig, progress: bool = False) -> None:
-    """An arm's final policy at every K of ``cfg.eval_frame_budgets`` with every dispatch (each resumes)."""
-    for k in eval_budgets(cfg):
-        for d in cfg.dispatch:
-            _evaluate(run / "checkpoint" / "model", heldout, eval_dir(run, d, k), cfg, dispatch=d, frame_budget=k,
-                      progress=progress)  # fmt: skip
-
-
-def evaluate_coldstart(out: Path, cfg: ReproConfig, progress: bool = False) -> None:
-    """The shared cold start itself at every K, parallel dispatch: the row every arm starts from."""
-    for k in eval_budgets(cfg):
-        _evaluate(coldstart_model(out), out / "coldstart" / "heldout", eval_dir(out / "coldstart", "parallel", k), cfg,
-                  frame_budget=k, progress=progress)  # fmt: skip
-
-
-def _evaluate(model: Path, heldout: Path, target: Path, cfg: ReproConfig, **kwargs: Any) -> None:
-    """One evaluation, skipped when ``target`` already holds a finished summary of every sample asked for (a
-    run directory carried over as ``docs/repro/`` keeps it, without the weights that would be loaded to resume)."""
-    summary = target / "summary.json"
-    if summary.is_file():
-        from paravt_env import load_samples
-
-        done = read_json(summary)
-        asked = len(load_samples(heldout, strict=False, keep_missing=True)[: cfg.eval_limit or None])
-        if done.get("n") == asked and not any(f.get("transient") for f in done.get("failed", [])):
-            return
-    evaluate_checkpoint(model, heldout, target, limit=cfg.eval_limit, max_new_tokens=256, **kwargs)
 
 
 # --- aggregation --------------------------------------------------------------------------------------------

@@ -91,7 +91,7 @@ def test_a_gate_saved_before_the_habit_check_is_reused_unless_the_check_is_asked
 
 @pytest.mark.parametrize(("rate", "passed"), [(0.55, True), (0.45, False)])
 def test_the_habit_check_reads_the_cold_starts_greedy_evaluation_at_the_gates_k(tmp_path, monkeypatch, rate, passed):
-    from paravt.experiments.repro import report as report_module
+    from paravt.experiments.repro import evaluations
 
     asked = []
 
@@ -102,7 +102,7 @@ def test_the_habit_check_reads_the_cold_starts_greedy_evaluation_at_the_gates_k(
         (target / "summary.json").write_text(json.dumps({"n": 40, "tool_usage_rate": rate, "avg_tool_calls": 2.2,
                                                          "by_overview": split}))  # fmt: skip
 
-    monkeypatch.setattr(report_module, "_evaluate", evaluated)
+    monkeypatch.setattr(evaluations, "evaluate_policy", evaluated)
     assert gate_module._habit_checks(tmp_path, ReproConfig(), GateConfig()) == []  # not asked for: not measured
     (check,) = gate_module._habit_checks(tmp_path, ReproConfig(), GateConfig(min_crop_habit=0.5))
     assert asked == [("eval_parallel_k64", {"frame_budget": 64})]  # the report's own K = 64 evaluation
