@@ -369,9 +369,18 @@ def write_report(out: Path, cfg: ReproConfig, coldstart: dict[str, Any] | None =
               "and sequential dispatch runs the first call of a turn and refuses the rest, so their difference "
               "measures that mismatch; the paper's comparison, each policy trained for its own protocol at one crop "
               "budget, is `paravt bench dispatch` (docs/repro.md, \"Sequential against parallel\").", ""]  # fmt: skip
+    goals = None
+    if any(a.endswith("_neutral") for a in cfg.arms):  # issue 62's design: its goals, set before the runs
+        from paravt.experiments.repro.goals import judge
+        from paravt.experiments.repro.goals import to_markdown as goals_table
+
+        goals = judge(arms, coldstart or {})
+        lines += goals_table(goals)
     text = "\n".join(lines) + "\n"
     (out / "report.md").write_text(text)
     record = {"arms": arms, "verdicts": found, "coldstart": coldstart, "wall_s": wall_s}
+    if goals is not None:
+        record["goals"] = goals
     if skipped:
         record["unreadable_runs"] = [{"arm": a, "seed": s, "why": why} for a, s, why in skipped]
     (out / "report.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
