@@ -55,7 +55,13 @@ def test_a_model_policy_is_benchmarked_with_its_tokens(synth_small, tiny_qwen3, 
     assert main(["bench", "dispatch", "--data", str(data), "--policy", f"hf:{tiny_qwen3}", "--frame-budget", "4",
                  "--crop-budget", "2", "--limit", "2", "--max-new-tokens", "16", "--out", str(out), "--no-progress"]) == 0  # fmt: skip
     results = json.loads((out / "dispatch.json").read_text())
-    assert results["no_tool"] is None
+    assert results["no_tool"] is None  # a model policy has no scripted floor in its table, but
+    # the no-tool pass played first, at the cells' K, so that no cell paid for opening the videos
+    warm = out / "no_tool"
+    assert len(read_results(warm / "results.jsonl")) == 2
+    assert json.loads((warm / "eval_config.json").read_text())["frame_budget"] == 4
+    cells = [out / f"{m}_budget2" / "results.jsonl" for m in ("parallel", "sequential")]
+    assert all((warm / "results.jsonl").stat().st_mtime_ns <= c.stat().st_mtime_ns for c in cells)
     for cell in results["cells"]:
         assert cell["n"] == 2 and cell["generated_tokens"]["mean"] > 0 and cell["prompt_tokens"]["mean"] > 0
         assert cell["model_calls"]["mean"] == cell["turns"]["mean"]
