@@ -52,10 +52,20 @@ def checkpoint(tmp_path_factory) -> str:
     return bench_checkpoint(tmp_path_factory, "PARAVT_BENCH_CHECKPOINT")
 
 
-def _one_process(checkpoint: str, out: Path, native: bool) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "PARAVT_NATIVE_NUMERICS")}
-    if native:
-        env["PARAVT_NATIVE_NUMERICS"] = "1"
+ARMS = {
+    "reference": {"PARAVT_NATIVE_NUMERICS": "1"},  # torch's own choice: AVX-512 kernels where the CPU has them
+    "pinned": {},  # what every entry point does: AVX2 kernels, MKL's AVX2 path, oneDNN off
+    # the pins with oneDNN left on at AVX2: what turning oneDNN off costs (its convolution kernels also depend on
+    # cache sizes, which is why the pins turn it off)
+    "pinned_onednn_avx2": {"PARAVT_NATIVE_NUMERICS": "1", "ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2",
+                           "ONEDNN_MAX_CPU_ISA": "AVX2"},
+}  # fmt: skip
+
+
+def _one_process(checkpoint: str, out: Path, arm: str) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "PARAVT_NATIVE_NUMERICS", "ONEDNN_MAX_CPU_ISA")}  # fmt: skip
+    env.update(ARMS[arm])
     run = subprocess.run([sys.executable, "-c", WORKLOAD, checkpoint, str(out), str(STEPS)], env=env,
                          capture_output=True, text=True, timeout=1800)  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
@@ -63,16 +73,17 @@ def _one_process(checkpoint: str, out: Path, native: bool) -> dict:
 
 
 @pytest.mark.benchmark(group="rl-step-numerics")
-@pytest.mark.parametrize("numerics", ["reference", "pinned"])  # reference: torch's own choice (native)
+@pytest.mark.parametrize("numerics", list(ARMS))
 def test_rl_steps(benchmark, checkpoint, tmp_path, numerics):
     results = []
 
     def one_round():
         out = tmp_path / f"run{len(results)}"
-        results.append(_one_process(checkpoint, out, native=numerics == "reference"))
+        results.append(_one_process(checkpoint, out, numerics))
 
     benchmark.pedantic(one_round, rounds=ROUNDS, iterations=1)
     steps = [s for r in results for s in r["steps_s"]]
     benchmark.extra_info.update(steps_s=steps, step_s_median=statistics.median(steps),
                                 cpu_capability=results[0]["cpu_capability"], onednn=results[0]["onednn"])  # fmt: skip
     assert results[0]["cpu_capability"] == "AVX2" or numerics == "reference"
+    assert results[0]["onednn"] is (numerics != "pinned")
