@@ -11,25 +11,9 @@ from benchmarks.gpu.gpu_step import FIGURES, main  # noqa: E402
 TINY = ["--quick", "model.device=cpu"]  # what the docs' CPU line runs
 
 
-def test_the_gpu_recipe_reports_every_figure_on_a_cpu(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("PARAVT_CACHE", str(tmp_path / "cache"))
-    out = tmp_path / "run"
-    assert main(["--out", str(out), "--steps", "2", "--peak-tflops", "1", "--no-progress", *TINY]) == 0
-    result = json.loads((out / "gpu_step.json").read_text())
-    assert [r["step"] for r in result["steps"]] == [1, 2] and result["summary_over"] == [2]
-    for row in result["steps"]:
-        assert set(FIGURES) <= set(row)
-        assert row["rollout_s"] > 0 and row["update_s"] > 0 and row["reference_s"] > 0  # gpu_smoke: KL in the reward
-        assert row["train_tokens"] > 0 and row["generated_tokens"] > 0 and row["model_tflops"] > 0
-        # MFU = model FLOPs / (update seconds x peak), the peak given as 1 TFLOP/s
-        assert row["mfu"] == pytest.approx(row["model_tflops"] / row["update_s"])
-    assert result["summary"]["update_s"] == result["steps"][1]["update_s"]
-    assert result["model"]["size"] == "tiny" and result["parameters"] < 10**6 and result["cold_start_s"] > 0
-    printed = capsys.readouterr().out
-    assert "step 2 (cached): rollout" in printed and "update MFU" in printed
-
-
-def test_two_engines_are_measured_in_turn_from_one_cold_start(tmp_path, monkeypatch, capsys):
+def test_the_gpu_recipe_reports_every_figure_for_each_engine_from_one_cold_start(tmp_path, monkeypatch, capsys):
+    """Two engines, two steps each, from one cold start: every figure per step, each engine's summary over its
+    steps after its first, and the engine the policy really used step by step."""
     from paravt.learners.trainer import Trainer
 
     monkeypatch.setenv("PARAVT_CACHE", str(tmp_path / "cache"))
@@ -41,15 +25,25 @@ def test_two_engines_are_measured_in_turn_from_one_cold_start(tmp_path, monkeypa
 
     monkeypatch.setattr(Trainer, "rl_step", recording)
     out = tmp_path / "run"
-    assert main(["--out", str(out), "--steps", "1", "--engine", "cached,generate", "--no-progress", *TINY]) == 0
+    argv = ["--out", str(out), "--steps", "2", "--engine", "cached,generate", "--peak-tflops", "1", "--no-progress", *TINY]
+    assert main(argv) == 0
     result = json.loads((out / "gpu_step.json").read_text())
-    assert seen == ["cached", "generate"]  # the engine the policy really used, step by step
-    assert [(r["engine"], r["step"]) for r in result["steps"]] == [("cached", 1), ("generate", 2)]
-    assert result["engines"] == ["cached", "generate"] and result["summary_over"] == [1]
-    assert result["by_engine"]["generate"]["summary_over"] == [2]
-    assert result["by_engine"]["generate"]["summary"]["rollout_s"] == result["steps"][1]["rollout_s"]
+    assert seen == ["cached", "cached", "generate", "generate"]
+    assert [(r["engine"], r["step"]) for r in result["steps"]] == [("cached", 1), ("cached", 2), ("generate", 3), ("generate", 4)]
+    assert result["engines"] == ["cached", "generate"] and result["summary_over"] == [2]
+    assert result["by_engine"]["generate"]["summary_over"] == [4]
+    for row in result["steps"]:
+        assert set(FIGURES) <= set(row)
+        assert row["rollout_s"] > 0 and row["update_s"] > 0 and row["reference_s"] > 0  # gpu_smoke: KL in the reward
+        assert row["train_tokens"] > 0 and row["generated_tokens"] > 0 and row["model_tflops"] > 0
+        # MFU = model FLOPs / (update seconds x peak), the peak given as 1 TFLOP/s
+        assert row["mfu"] == pytest.approx(row["model_tflops"] / row["update_s"])
+    assert result["summary"]["update_s"] == result["steps"][1]["update_s"]
+    assert result["by_engine"]["generate"]["summary"]["rollout_s"] == result["steps"][3]["rollout_s"]
+    assert result["model"]["size"] == "tiny" and result["parameters"] < 10**6 and result["cold_start_s"] > 0
     printed = capsys.readouterr().out
-    assert "step 2 (generate): rollout" in printed and "generate engine, mean of steps [2]" in printed
+    assert "step 2 (cached): rollout" in printed and "step 4 (generate): rollout" in printed and "update MFU" in printed
+    assert "generate engine, mean of steps [4]" in printed and "cold start: " in printed
 
 
 def test_an_unknown_engine_is_a_usage_error(tmp_path, capsys):

@@ -21,7 +21,7 @@ transformers = pytest.importorskip("transformers")
 from paravt.cli import main  # noqa: E402
 from paravt.policies.tiny_model import ARCHS, PROTOCOL_TAGS, build_tiny_model  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[4]
+REPO = Path(__file__).resolve().parents[3]  # the repository root (tests/paravt/policies/ -> .)
 MODEL_CLASS = {
     "qwen3_vl": "Qwen3VLForConditionalGeneration",
     "qwen2_5_vl": "Qwen2_5_VLForConditionalGeneration",
