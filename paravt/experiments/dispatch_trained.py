@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from paravt.evaluation.stats import mean_ci
+from paravt.evaluation.store import read_results
 from paravt_env.records import COST_KEYS
 
 SIDES = ("parallel", "sequential")
@@ -45,10 +46,7 @@ def run_figures(run: Path) -> dict[str, Any]:
     config = _read_json(run / "config.json")
     summary = _read_json(run / "eval" / "summary.json")
     scores, most = {}, 0
-    for line in (run / "eval" / "results.jsonl").read_text().splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for row in read_results(run / "eval" / "results.jsonl"):
         scores[row["id"]] = float(row["score"])
         for turn in (row.get("episode") or {}).get("turns", []):
             most = max(most, sum(1 for c in turn.get("crops", []) if c.get("status") == "executed"))
