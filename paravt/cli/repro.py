@@ -26,8 +26,11 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--steps", type=int, default=None, help="RL steps per arm (default: the recipe's)")
     p.add_argument("--eval-limit", type=int, default=None, help="held-out samples per evaluation (default all)")
     p.add_argument("--eval-frame-budgets", default="4,16,64",
-                   help="overview frames K of the held-out evaluations, every arm alike, each with parallel and "
-                        "sequential dispatch (default 4,16,64; 'card': each policy card's)")
+                   help="overview frames K of the held-out evaluations, every arm alike, each with every --dispatch "
+                        "(default 4,16,64; 'card': each policy card's)")
+    p.add_argument("--dispatch", default="parallel,sequential",
+                   help="comma-separated tool dispatch modes each final policy is evaluated with (default "
+                        "parallel,sequential; issue 62's design: parallel, the protocol every arm is trained for)")
     p.add_argument("--no-gate", action="store_true",
                    help="train the arms even when the cold start fails the probe gate (its figures are still "
                         "recorded in OUT/coldstart/gate.json and the report)")
@@ -73,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = ReproConfig(recipe=args.recipe, arms=tuple(a.strip() for a in (args.arms or ",".join(DEFAULT_ARMS)).split(",") if a.strip()),
                       seeds=_ints(args.seeds, "seeds"), steps=args.steps, overrides=tuple(args.overrides),
                       eval_limit=args.eval_limit, eval_frame_budgets=budgets, gate=not args.no_gate,
-                      gate_habit=args.gate_habit)  # fmt: skip
+                      gate_habit=args.gate_habit,
+                      dispatch=tuple(d.strip() for d in args.dispatch.split(",") if d.strip()))  # fmt: skip
     out = Path(args.out)
     progress = not args.no_progress
     from paravt.learners.interrupts import interrupt_on_sigterm

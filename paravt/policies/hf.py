@@ -28,6 +28,7 @@ from transformers import LogitsProcessorList
 from paravt.policies.base import Conversation, Generation
 from paravt.policies.chat import continuation_text, render_chat
 from paravt.policies.encoded import Encoded, PackedFrames, length_buckets
+from paravt.policies.patch_embed import linear_patch_embed
 from paravt.policies.gather import Turn, TurnGather
 from paravt.policies.kv_engine import CachedGenerator
 from paravt.policies.logprobs import SampledLogprobs, target_logprobs
@@ -100,6 +101,7 @@ class HFPolicy:
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        linear_patch_embed(model)  # the patch convolution as the matrix product it is: faster, pinned floats
         self.model = model
         self.batch_tokens = batch_tokens  # padded prompt tokens per generation batch (None: one batch)
         self.engine = engine

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from paravt.learners.config import TrainConfig, load_recipe
+from paravt_env.tools import DISPATCH_MODES
 
 ARMS: dict[str, dict[str, Any]] = {
     "vanilla_grpo": {"algorithm": "grpo"},
@@ -69,8 +70,9 @@ class ReproConfig:
     """``key=value`` recipe overrides applied to the cold start and every arm alike."""
     eval_limit: int | None = None
     """Held-out samples each final policy is evaluated on (None: all of them)."""
-    dispatch: tuple[str, ...] = ("parallel", "sequential")
-    """Tool dispatch modes each final policy is evaluated with."""
+    dispatch: tuple[str, ...] = DISPATCH_MODES
+    """Tool dispatch modes each final policy is evaluated with (``--dispatch``; issue 62's design: parallel only,
+    the protocol every arm is trained for)."""
     eval_frame_budgets: tuple[int, ...] = (4, 16, 64)
     """Overview frames K of the held-out evaluations, the same for every arm, each with every ``dispatch``
     (empty: each policy card's K). Where the tool is needed (K = 4), where the overview shows the needle a
@@ -105,6 +107,8 @@ class ReproConfig:
             raise ValueError(f"unknown arm(s) {unknown}; known: {list(ARMS)}")
         if not self.seeds:
             raise ValueError("ReproConfig.seeds is empty")
+        if not self.dispatch or any(d not in DISPATCH_MODES for d in self.dispatch):
+            raise ValueError(f"ReproConfig.dispatch must name one or more of {list(DISPATCH_MODES)}, got {list(self.dispatch)}")
         if self.gate_habit is not None and not (isinstance(self.gate_habit, (int, float)) and 0 <= self.gate_habit <= 1):
             raise ValueError(f"ReproConfig.gate_habit must be a share in [0, 1], got {self.gate_habit!r}")
         if self.steps is not None and self.steps < 1:

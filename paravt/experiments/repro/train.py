@@ -111,7 +111,7 @@ def prepare(cfg: ReproConfig, out: Path, progress: bool = True) -> Path:
 
 def check_config(cfg: ReproConfig, out: Path) -> None:
     """A repro directory belongs to one configuration: resuming with another one is refused, except for
-    adding arms or seeds (which only adds runs)."""
+    adding arms or seeds (which only adds runs) or dispatch modes (which only adds evaluations)."""
     path = out / "repro.json"
     mine = asdict(cfg)
     if path.is_file():
@@ -124,6 +124,7 @@ def check_config(cfg: ReproConfig, out: Path) -> None:
                              f"use a new --out, or the same settings to resume")  # fmt: skip
         mine["arms"] = list(dict.fromkeys([*theirs.get("arms", []), *mine["arms"]]))
         mine["seeds"] = list(dict.fromkeys([*theirs.get("seeds", []), *mine["seeds"]]))
+        mine["dispatch"] = list(dict.fromkeys([*theirs.get("dispatch", []), *mine["dispatch"]]))
     path.write_text(json.dumps(mine, indent=2) + "\n")
 
 

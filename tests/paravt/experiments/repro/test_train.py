@@ -50,11 +50,16 @@ def test_config_errors_and_resume_rules(tmp_path):
         ReproConfig(steps=0)
     with pytest.raises(ValueError, match="gate_habit must be a share"):
         ReproConfig(gate_habit=1.5)
-    check_config(ReproConfig(seeds=(0,), arms=("para_grpo",)), tmp_path)
-    # adding seeds or arms extends the run; changing what every run was trained with is refused
-    check_config(ReproConfig(seeds=(1,), arms=("vanilla_grpo",)), tmp_path)
+    with pytest.raises(ValueError, match=r"dispatch must name.*\['parallel', 'sequential'\], got \['serial'\]"):
+        ReproConfig(dispatch=("serial",))
+    with pytest.raises(ValueError, match="dispatch must name"):
+        ReproConfig(dispatch=())
+    check_config(ReproConfig(seeds=(0,), arms=("para_grpo",), dispatch=("parallel",)), tmp_path)
+    # adding seeds, arms or dispatch modes extends the run; changing what every run was trained with is refused
+    check_config(ReproConfig(seeds=(1,), arms=("vanilla_grpo",), dispatch=("sequential",)), tmp_path)
     saved = json.loads((tmp_path / "repro.json").read_text())
     assert saved["seeds"] == [0, 1] and saved["arms"] == ["para_grpo", "vanilla_grpo"]
+    assert saved["dispatch"] == ["parallel", "sequential"]
     with pytest.raises(ValueError, match="steps"):
         check_config(ReproConfig(steps=3), tmp_path)
 
