@@ -20,9 +20,11 @@ def fail(path: str, name: str) -> None:
 
 def wait_for_interrupt(path: str, name: str) -> None:
     """Runs until interrupted (Python's own SIGINT handling, as the trainer relies on), then 'saves' slowly, as
-    a checkpoint does: a second SIGINT would cut the save and leave no ``.saved`` file."""
-    Path(path, f"{name}.started").write_text("")
+    a checkpoint does: a second SIGINT would cut the save and leave no ``.saved`` file. ``.started`` is written
+    inside the ``try``: the test signals once the file exists, which on a loaded machine can be before the write
+    returns (an interrupt there must still be caught and saved, as the trainer's is)."""
     try:
+        Path(path, f"{name}.started").write_text("")
         while True:
             time.sleep(0.02)
     except KeyboardInterrupt:
@@ -34,9 +36,12 @@ def wait_for_interrupt(path: str, name: str) -> None:
 def lose_interrupts(path: str, name: str) -> None:
     """Runs on after every interrupt, as a worker does where Python dropped the KeyboardInterrupt inside a finalizer
     or a loop never checks for it again: only something outside Python's signal handling can end it."""
-    Path(path, f"{name}.started").write_text("")
+    started = False
     while True:
         try:
+            if not started:  # inside the try: an interrupt that lands while the file is written is lost too
+                Path(path, f"{name}.started").write_text("")
+                started = True
             while True:
                 time.sleep(0.02)
         except KeyboardInterrupt:
