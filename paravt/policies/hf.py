@@ -28,10 +28,10 @@ from transformers import LogitsProcessorList
 from paravt.policies.base import Conversation, Generation
 from paravt.policies.chat import continuation_text, render_chat
 from paravt.policies.encoded import Encoded, PackedFrames, length_buckets
-from paravt.policies.patch_embed import linear_patch_embed
 from paravt.policies.gather import Turn, TurnGather
 from paravt.policies.kv_engine import CachedGenerator
 from paravt.policies.logprobs import SampledLogprobs, target_logprobs
+from paravt.policies.patch_embed import linear_patch_embed
 from paravt.policies.vision_inputs import (
     IMAGE_PAD,
     ProcessedFrames,
