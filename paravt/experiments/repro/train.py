@@ -63,6 +63,8 @@ def run_arm(cfg: ReproConfig, out: Path, arm: str, seed: int, progress: bool = T
     state = run / "checkpoint" / "state.json"
     if is_finished(run):
         return run
+    if tc.model.path:
+        follow_move(run, Path(tc.model.path))
     if run.exists():
         with wait_for_writer(run):  # a run directory is never deleted under a live writer
             problem = None if state.is_file() else "it has no checkpoint yet"
@@ -76,6 +78,23 @@ def run_arm(cfg: ReproConfig, out: Path, arm: str, seed: int, progress: bool = T
     finally:
         trainer.close()
     return run
+
+
+def follow_move(run: Path, model: Path) -> None:
+    """Point an arm's saved config at the shared cold start where it is now. A repro directory copied elsewhere
+    (another machine, a session's copy of ``docs/repro/``) names its cold start by the absolute path it had, and a
+    resumed run must keep its settings: without this, an unfinished arm would not resume. Only a path that ends as
+    this repro's own cold start does (``coldstart/coldstart/model``) is followed: the same weights, moved."""
+    path = run / "config.json"
+    try:
+        saved = json.loads(path.read_text())
+        old = saved["model"]["path"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # no config yet (a fresh run), or a damaged one, which the resume check names
+    if old and Path(old) != model and Path(old).parts[-3:] == model.parts[-3:]:
+        saved["model"]["path"] = str(model)
+        storage.write_text_atomic(path, json.dumps(saved, indent=2) + "\n")
+        logger.info("repro: %s moved: its cold start %s is now %s", run, old, model)
 
 
 def run_training(cfg: ReproConfig, out: str | Path, *, progress: bool = True,

@@ -157,3 +157,20 @@ def test_a_damaged_or_checkpointless_arm_is_trained_again_a_sound_one_resumed(tm
     (empty / "metrics.jsonl").write_text("")
     repro.run_arm(cfg, tmp_path, "para_grpo", 0, progress=False)
     assert asked[-1] == (None, False)
+
+
+def test_a_moved_repro_directory_points_its_arms_at_the_cold_start_where_it_is_now(tmp_path):
+    """Copied elsewhere, an unfinished arm's saved config names the old cold start path; a resume must keep the
+    run's settings, so the path is followed (only a path that is this repro's own cold start)."""
+    from paravt.experiments.repro.train import follow_move
+
+    run = tmp_path / "arms" / "para_grpo" / "seed0"
+    run.mkdir(parents=True)
+    here = tmp_path / "coldstart" / "coldstart" / "model"
+    (run / "config.json").write_text(json.dumps({"model": {"path": "/elsewhere/repro/coldstart/coldstart/model"}, "steps": 9}))
+    follow_move(run, here)
+    assert json.loads((run / "config.json").read_text()) == {"model": {"path": str(here)}, "steps": 9}
+    (run / "config.json").write_text(json.dumps({"model": {"path": "/elsewhere/another_checkpoint"}}))
+    follow_move(run, here)  # not this repro's cold start: left for the resume check to refuse
+    assert json.loads((run / "config.json").read_text())["model"]["path"] == "/elsewhere/another_checkpoint"
+    follow_move(tmp_path / "arms" / "ea_only" / "seed0", here)  # no run yet: nothing to do
