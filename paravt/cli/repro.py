@@ -49,6 +49,10 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.set_defaults(func=run)
 
 
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
 def _ints(text: str, what: str) -> tuple[int, ...]:
     try:
         return tuple(int(x) for x in text.split(",") if x.strip())
@@ -73,11 +77,11 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--eval-limit must be at least 1, got {args.eval_limit}")
     if args.jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
-    cfg = ReproConfig(recipe=args.recipe, arms=tuple(a.strip() for a in (args.arms or ",".join(DEFAULT_ARMS)).split(",") if a.strip()),
+    cfg = ReproConfig(recipe=args.recipe, arms=_names(args.arms) if args.arms else DEFAULT_ARMS,
                       seeds=_ints(args.seeds, "seeds"), steps=args.steps, overrides=tuple(args.overrides),
                       eval_limit=args.eval_limit, eval_frame_budgets=budgets, gate=not args.no_gate,
                       gate_habit=args.gate_habit,
-                      dispatch=tuple(d.strip() for d in args.dispatch.split(",") if d.strip()))  # fmt: skip
+                      dispatch=_names(args.dispatch))  # fmt: skip
     out = Path(args.out)
     progress = not args.no_progress
     from paravt.learners.interrupts import interrupt_on_sigterm

@@ -63,10 +63,10 @@ def run_arm(cfg: ReproConfig, out: Path, arm: str, seed: int, progress: bool = T
     state = run / "checkpoint" / "state.json"
     if is_finished(run):
         return run
-    if tc.model.path:
-        follow_move(run, Path(tc.model.path))
     if run.exists():
-        with wait_for_writer(run):  # a run directory is never deleted under a live writer
+        with wait_for_writer(run):  # a run directory is never changed or deleted under a live writer
+            if tc.model.path:
+                follow_move(run, Path(tc.model.path))
             problem = None if state.is_file() else "it has no checkpoint yet"
             problem = problem or damage(run)
             if problem:  # nothing sound to resume: trained again from the cold start
@@ -87,9 +87,9 @@ def follow_move(run: Path, model: Path) -> None:
     this repro's own cold start does (``coldstart/coldstart/model``) is followed: the same weights, moved."""
     path = run / "config.json"
     try:
-        saved = json.loads(path.read_text())
+        saved = read_json(path)
         old = saved["model"]["path"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, DamagedFile, KeyError, TypeError):
         return  # no config yet (a fresh run), or a damaged one, which the resume check names
     if old and Path(old) != model and Path(old).parts[-3:] == model.parts[-3:]:
         saved["model"]["path"] = str(model)
