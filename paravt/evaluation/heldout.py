@@ -46,7 +46,8 @@ def _evaluated_identity(marker: Path) -> str | None:
 def evaluate_heldout(out: Path, progress: bool = True) -> str:
     """``paravt eval --policy hf:RUN/checkpoint/model --data RUN/heldout --out RUN/eval`` (the checkpoint's
     policy card supplies the env options), and the same for the cold start the RL started from
-    (``RUN/coldstart/model`` -> ``RUN/eval_coldstart``), as Markdown with the two side by side. Where the
+    (``RUN/coldstart/model`` -> ``RUN/eval_coldstart``) and, where the run selects its checkpoint on a validation
+    split, for the selected one (``RUN/select`` -> ``RUN/eval_selected``), as Markdown side by side. Where the
     split's counterfactual copy exists (``RUN/heldout_counterfactual``: every needle recoloured), both are also
     evaluated on it (``RUN/eval_counterfactual``, ``RUN/eval_coldstart_counterfactual``) and the table says how
     often the answer follows the new colour and how often it keeps the old one
@@ -55,8 +56,12 @@ def evaluate_heldout(out: Path, progress: bool = True) -> str:
     from paravt.evaluation.fingerprints import checkpoint_identity
     from paravt.evaluation.report import to_markdown
 
+    from paravt.learners.selection import selected
+
     data, counter = out / HELDOUT_SPLIT, out / COUNTERFACTUAL_SPLIT
     runs = [("RL", out / "checkpoint" / "model", out / "eval")]
+    if (best := selected(out)) is not None:  # the run's checkpoint chosen on its validation split (select.every)
+        runs.append((f"RL, selected (step {best['step']})", best["model"], out / SELECTED_EVAL))
     if (out / "coldstart" / "model" / "paravt.json").is_file():
         runs.insert(0, ("cold start", out / "coldstart" / "model", out / "eval_coldstart"))
     with_counter = (counter / "samples.jsonl").is_file()
@@ -96,9 +101,11 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+SELECTED_EVAL = "eval_selected"
+"""``RUN/eval_selected``: the held-out evaluation of the checkpoint the run selected on its validation split."""
 RESULT_PICTURE = "result.png"
 """``RUN/result.png``: the run's result in one picture (``plot_result``)."""
-POLICY_DIRS = (("cold start", "eval_coldstart"), ("RL", "eval"))
+POLICY_DIRS = (("cold start", "eval_coldstart"), ("RL", "eval"), ("RL, selected", SELECTED_EVAL))
 
 
 def result_figures(out: Path) -> dict[str, dict]:
@@ -139,7 +146,7 @@ def plot_result(out: Path, figures: dict[str, dict] | None = None, title: str = 
 
     figures = result_figures(out) if figures is None else figures
     labels = list(figures)
-    colours = {"cold start": "#999", "RL": "#36c"}
+    colours = {"cold start": "#999", "RL": "#36c", "RL, selected": "#393"}
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     ax = axes[0]
     bars = ax.bar(labels, [figures[p]["accuracy"] for p in labels], color=[colours.get(p, "#666") for p in labels])

@@ -20,7 +20,11 @@ from typing import Any
 
 from paravt.evaluation.stats import mean_ci
 
-POLICIES = (("cold start", "eval_coldstart"), ("RL", "eval"))
+POLICIES = (("cold start", "eval_coldstart"), ("RL", "eval"), ("RL, selected", "eval_selected"))
+"""The run's policies (label, evaluation folder): the cold start, the last RL step, and the checkpoint the run selected
+on its validation split (``select``; ``paravt.learners.selection``; absent from runs without a selection)."""
+OPTIONAL = {"RL, selected"}
+COLOURS = {"cold start": "#999", "RL": "#36c", "RL, selected": "#393"}
 FIGURES = ("accuracy", "crops", "tool_use", "follows", "keeps")
 CURVES = ("step", "accuracy", "tool_calls_per_rollout", "format_compliance")
 """Per-step training figures kept per seed (``RUN/metrics.jsonl``: the rollouts' accuracy, crops and format)."""
@@ -33,6 +37,8 @@ def run_figures(run: Path) -> dict[str, dict[str, float | None]]:
     out = {}
     for label, name in POLICIES:
         path = run / name / "summary.json"
+        if not path.is_file() and label in OPTIONAL:
+            continue
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing: is {run} a finished paravt train run?")
         summary = json.loads(path.read_text())
@@ -54,8 +60,11 @@ def summarise(runs: list[Path]) -> dict[str, Any]:
         per_seed[seed] = figures
         rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
         curves[seed] = {k: [r.get(k) for r in rows] for k in CURVES}
+    # the policies every run has; the headline is the selected checkpoint where every run selected one
+    labels = [label for label, _ in POLICIES if all(label in s for s in per_seed.values())]
+    headline = "RL, selected" if "RL, selected" in labels else "RL"
     over = {}
-    for label, _ in POLICIES:
+    for label in labels:
         over[label] = {}
         for fig in FIGURES:
             values = [s[label][fig] for s in per_seed.values() if s[label][fig] is not None]
@@ -63,11 +72,22 @@ def summarise(runs: list[Path]) -> dict[str, Any]:
     # the paired difference per seed (each RL checkpoint against its own cold start)
     gain = {}
     for fig in FIGURES:
-        diffs = [s["RL"][fig] - s["cold start"][fig] for s in per_seed.values()
-                 if s["RL"][fig] is not None and s["cold start"][fig] is not None]  # fmt: skip
+        diffs = [s[headline][fig] - s["cold start"][fig] for s in per_seed.values()
+                 if s[headline][fig] is not None and s["cold start"][fig] is not None]  # fmt: skip
         gain[fig] = mean_ci(diffs) | {"values": diffs} if diffs else None
-    over["RL − cold start, paired"] = gain
-    return {"seeds": sorted(per_seed, key=int), "per_seed": per_seed, "mean": over, "curves": curves}
+    over[f"{headline} − cold start, paired"] = gain
+    out: dict[str, Any] = {"seeds": sorted(per_seed, key=int), "per_seed": per_seed, "mean": over, "curves": curves}
+    if headline != "RL":
+        out["headline"] = headline
+        out["selected_steps"] = {seed: _selected_step(run) for seed, run in zip(per_seed, runs, strict=True)}
+    return out
+
+
+def _selected_step(run: Path) -> int | None:
+    from paravt.learners.selection import selected
+
+    best = selected(run)
+    return None if best is None else int(best["step"])
 
 
 def to_markdown(data: dict[str, Any]) -> str:
@@ -85,7 +105,7 @@ def to_markdown(data: dict[str, Any]) -> str:
     head = ("| policy | held-out accuracy | crops per episode | tool use | recoloured needles: follows the new colour "
             "| keeps the old one |")  # fmt: skip
     lines = [head, "|---|---|---|---|---|---|"]
-    for label in [label for label, _ in POLICIES] + ["RL − cold start, paired"]:
+    for label in data["mean"]:
         lines.append(f"| {label} | {cell(label, 'accuracy', 3)} | {cell(label, 'crops', 2)} | {cell(label, 'tool_use', 2)} "
                      f"| {cell(label, 'follows', 3)} | {cell(label, 'keeps', 3)} |")  # fmt: skip
     return "\n".join(lines) + "\n"
@@ -114,14 +134,15 @@ def plot(data: dict[str, Any], path: Path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
     ax = axes[0]
     colours = seed_colours(data["seeds"])
-    for x, (label, _) in enumerate(POLICIES):
+    labels = [label for label in data["mean"] if "paired" not in label]
+    for x, label in enumerate(labels):
         m = data["mean"][label]["accuracy"]
-        ax.bar(x, m["mean"], width=0.6, color=("#999", "#36c")[x], alpha=0.5, yerr=m["ci95"] or 0, capsize=6)
+        ax.bar(x, m["mean"], width=0.6, color=COLOURS.get(label, "#666"), alpha=0.5, yerr=m["ci95"] or 0, capsize=6)
         # each seed at its own place across the bar, in its curves' colour: seeds with one value never overlap
         for offset, seed, v in zip(seed_offsets(len(data["seeds"])), data["seeds"], m["values"], strict=True):
             ax.plot(x + offset, v, "o", color=colours[seed], markeredgecolor="#222", label=f"seed {seed}" if x == 0 else None)
     ax.legend(fontsize=7, loc="upper left")
-    ax.set_xticks(range(len(POLICIES)), [label for label, _ in POLICIES])
+    ax.set_xticks(range(len(labels)), labels)
     ax.set_ylim(0, 1.05)
     ax.set_title(f"held-out accuracy (mean ± 95 % CI, {len(data['seeds'])} seeds)", fontsize=10)
     for ax, key, title in ((axes[1], "accuracy", "rollout accuracy"), (axes[2], "tool_calls_per_rollout", "crops per rollout")):

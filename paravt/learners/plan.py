@@ -15,6 +15,7 @@ from paravt.evaluation.heldout import COUNTERFACTUAL_SPLIT, HELDOUT_SPLIT
 from paravt.evaluation.progress import Stage
 from paravt.learners.config import TrainConfig
 from paravt.learners.run_setup import synth_dir, tiny_model_dir
+from paravt.learners.selection import VALIDATION_SPLIT
 from paravt.policies.card import CARD_NAME
 
 # Reference seconds per unit of each stage: tiny_cpu's units on the 2-core development machine, one torch thread,
@@ -71,6 +72,9 @@ def video_sets(cfg: TrainConfig, out: Path, cold_start: bool) -> list[tuple[str,
         for name, split, cf in (("held-out", HELDOUT_SPLIT, ""), ("recoloured held-out", COUNTERFACTUAL_SPLIT, "colour")):
             sets.append((name, out / split, cfg.data.synth_config(n=cfg.data.heldout_n, seed=cfg.data.heldout_seed,
                                                                    counterfactual=cf)))  # fmt: skip
+    if cfg.select.every > 0 and cfg.data.validation_n > 0:
+        sets.append(("validation", out / VALIDATION_SPLIT, cfg.data.synth_config(n=cfg.data.validation_n,
+                                                                                 seed=cfg.data.validation_seed)))  # fmt: skip
     return sets
 
 
@@ -109,7 +113,7 @@ def job_stages(cfg: TrainConfig, out: str | Path, *, steps: int | None, resume: 
     if target > 0:
         stages.append(Stage("train", f"RL ({cfg.algorithm})", max(target, at), "step", COST_S["train"], done=at))
     if cfg.data.heldout_n > 0 and not cfg.data.path:
-        policies = 2 if (cold or state.coldstart_saved) else 1
+        policies = (2 if (cold or state.coldstart_saved) else 1) + (1 if cfg.select.every > 0 else 0)
         stages.append(Stage("eval", "held-out evaluation", cfg.data.heldout_n * policies * 2, "episode", COST_S["eval"],
                             parts=True))
     return stages

@@ -1,5 +1,5 @@
 """What a training run is made of, before any step: its data (the training samples, the perception pool, the
-held-out split and its needle-free copy), its model path (a checkpoint, a hub id or the tiny model built
+held-out split and its recoloured copy, the validation split), its model path (a checkpoint, a hub id or the tiny model built
 locally), and the env and reward configuration each algorithm trains under."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 
 from paravt.evaluation.heldout import COUNTERFACTUAL_SPLIT, HELDOUT_SPLIT
 from paravt.learners.config import TrainConfig
+from paravt.learners.selection import VALIDATION_SPLIT
 from paravt_env import EnvConfig, load_samples
 from paravt_env.paths import cache_root
 from paravt_env.protocol import THINK_PREFIX
@@ -67,6 +68,16 @@ def write_heldout(cfg: TrainConfig, out: Path, *, counterfactual: bool = False, 
                                   counterfactual="colour" if counterfactual else "")  # fmt: skip
     return build_videos(out / (COUNTERFACTUAL_SPLIT if counterfactual else HELDOUT_SPLIT), synth,
                         "recoloured held-out videos" if counterfactual else "held-out videos", progress)  # fmt: skip
+
+
+def write_validation(cfg: TrainConfig, out: Path, *, progress: bool = False):
+    """The validation split (``data.validation_n`` videos of the training distribution, seed ``data.validation_seed``)
+    in ``OUT/validation``, where the run selects its checkpoint on it (``select.every``; ``paravt.learners.selection``);
+    None otherwise."""
+    if cfg.select.every <= 0 or cfg.data.validation_n <= 0 or cfg.data.path:
+        return None
+    synth = cfg.data.synth_config(n=cfg.data.validation_n, seed=cfg.data.validation_seed)
+    return build_videos(out / VALIDATION_SPLIT, synth, "validation videos", progress)
 
 
 def resolve_model_path(cfg: TrainConfig) -> Path | str:

@@ -38,7 +38,8 @@ from paravt.learners.interrupts import commit_section, raise_if_requested
 from paravt.learners.metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
 from paravt.learners.optim import adamw
 from paravt.learners.rollout import run_batch
-from paravt.learners.run_setup import env_config, resolve_data, resolve_model_path, resolve_perception_data
+from paravt.learners.run_setup import env_config, resolve_data, resolve_model_path, resolve_perception_data, write_validation
+from paravt.learners.selection import Selection
 from paravt.learners.step_clock import StepClock
 from paravt.learners.trajectory import Trajectory, loss_positions
 from paravt.policies.card import CARD_NAME
@@ -84,6 +85,7 @@ class Trainer:
         self.samples = [] if sft_only else resolve_data(cfg, progress=self.progress)
         if not self.samples and not sft_only:
             raise ValueError("the training data holds no sample")
+        write_validation(cfg, self.out, progress=self.progress)  # where the run selects its checkpoint (select.every)
         base_path = resolve_model_path(cfg)
         self.base_path = Path(base_path) if Path(str(base_path)).exists() else None
         self.resumed = resume and (self.ckpt / "state.json").is_file()
@@ -116,6 +118,7 @@ class Trainer:
         self.step, self.epoch, self.cursor = 0, 0, 0
         self.order = list(range(len(self.samples)))
         self.ref_model = None
+        self.selection = Selection(cfg.select.every, cfg.select.after, self.out) if cfg.select.every else None
         if self.resumed:
             self._load_state()
         else:
@@ -334,12 +337,17 @@ class Trainer:
     def _save_model(self, target: Path, source: Path | None) -> None:
         checkpoint.save_model(self.policy.model, target, source, self.cfg)
 
-    def save(self) -> None:
-        """The model, optimiser, RNG and data position of the last completed step, swapped in atomically."""
-        state = {k: v for k, v in self._committed.items() if k != "rng"}
+    def _model_source(self) -> Path | None:
+        """Where the tokenizer and processor files a saved model copies come from."""
         source = self.ckpt / "model" if self.resumed and (self.ckpt / "model").is_dir() else self.base_path
         if source is None and self.from_coldstart:
             source = self.out / "coldstart" / "model"
+        return source
+
+    def save(self) -> None:
+        """The model, optimiser, RNG and data position of the last completed step, swapped in atomically."""
+        state = {k: v for k, v in self._committed.items() if k != "rng"}
+        source = self._model_source()
         checkpoint.save(self.out, state, checkpoint.training_files(self.policy.model, self.optimizer, self.ref_model,
                                                                    self._committed["rng"], source, self.cfg))  # fmt: skip
         self.resumed = True
@@ -372,6 +380,7 @@ class Trainer:
         rows: list[dict[str, Any]] = []  # the steps of this call
         bar = progress_bar(total, "train", self.progress, initial=self.step)
         try:
+            self._validate()  # the step an interrupt stopped in its validation
             while self.step < total:
                 raise_if_requested()  # a SIGTERM whose KeyboardInterrupt a finalizer swallowed
                 row = self.rl_step()
@@ -386,6 +395,7 @@ class Trainer:
                                     kappa=f"{row['tool_calls_per_rollout']:.2f}")  # fmt: skip
                 if self.step % self.cfg.save_every == 0:
                     self.save()
+                self._validate()
         except KeyboardInterrupt:
             logger.warning("interrupted during step %d: saving the checkpoint of step %d (the last completed one) "
                            "before exiting", self.step + 1, self.step)  # fmt: skip
@@ -398,6 +408,16 @@ class Trainer:
         if rows or not self.resumed:  # a resumed run that trained nothing: its checkpoint is already this state
             self.save()
         return rows
+
+    def _validate(self) -> None:
+        """The policy of this step as a candidate of the run's selection (``select``), where one is due and not yet
+        scored: saved and evaluated on the validation split without touching the training RNGs."""
+        if self.selection is None or not self.selection.due(self.step) or self.selection.done(self.step):
+            return
+        row = self.selection.evaluate(self.step, lambda target: self._save_model(target, self._model_source()))
+        best = self.selection.choose()
+        logger.info("step %d: validation accuracy %.3f (n %d); selected: step %d (%.3f)", row["step"], row["accuracy"],
+                    row["n"], best["step"], best["accuracy"])  # fmt: skip
 
     def _sft_rows(self) -> list[dict[str, Any]]:
         path = self.out / "sft_metrics.jsonl"
