@@ -199,6 +199,17 @@ def job_progress(job: JobProgress) -> Iterator[JobProgress]:
         _ACTIVE.reset(token)
 
 
+@contextlib.contextmanager
+def outside_job() -> Iterator[None]:
+    """No active job for the ``with`` block: work done inside another stage (a validation during RL) neither enters
+    the job's stages of the same name nor counts toward them."""
+    token = _ACTIVE.set(None)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
 def stage_label(key: str, text: str) -> str:
     """``text`` with the active job's ``[k/n]`` before it (unchanged outside a job)."""
     job = active_job()

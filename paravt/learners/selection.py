@@ -109,7 +109,10 @@ class Selection:
                                     "(paravt train writes it before RL)")  # fmt: skip
         folder = step_dir(self.out, step)
         model = folder / "model"
-        with rng_preserved():
+        from paravt.evaluation.progress import outside_job
+
+        # inside RL's stage of the job: the held-out evaluation's stage is the run's last, not this
+        with rng_preserved(), outside_job():
             if model.exists():
                 shutil.rmtree(model)
             save_model(model)

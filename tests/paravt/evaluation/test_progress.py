@@ -68,3 +68,20 @@ def test_the_words():
     assert clock_text(59) == "0:59" and clock_text(3725) == "1:02:05"
     assert left_text(20) == "under a minute left" and left_text(31 * 60) == "~31 min left"
     assert left_text(125 * 60) == "~2 h 05 min left" and left_text(None) == "time left unknown"
+
+
+def test_work_outside_the_job_enters_no_stage_of_it():
+    """A validation during RL evaluates through the harness, whose bar is the job's "eval" stage: outside_job keeps
+    the job in RL (before it, the line said "[4/4] held-out evaluation" mid-RL, then "RL: 30 steps (30 done before)")."""
+    from paravt.evaluation.progress import active_job, outside_job
+
+    clock = Clock()
+    job = _job(clock)
+    with job_progress(job):
+        job.enter("train")
+        with outside_job():
+            assert active_job() is None
+            assert stage_bar("eval", 40, enabled=False) is None
+        assert active_job() is job
+        assert job.index("eval") is not None and job.stages[job.index("eval")].done == 0
+        assert job.current == job.index("train")
