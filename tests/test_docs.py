@@ -226,3 +226,11 @@ def test_every_generated_table_is_what_its_committed_results_give():
     assert "results.md" in found.get("comparison_table", set()), "the perception probe's table (with the recipes' history)"
     main_job = json.loads((REPO / "docs/results/tiny_cpu/main_job.json").read_text())
     assert len(main_job["seeds"]) >= 3, "the headline is a mean over at least 3 seeds"
+
+
+def test_the_main_job_guards_verdicts_are_what_their_committed_runs_give():
+    """docs/training.md's verdicts on the broken-call penalty and the validation selection (issue 62) recompute from
+    the committed runs (``scripts/main_job_guards.py``)."""
+    from scripts.main_job_guards import ROOT, judge
+
+    assert judge() == json.loads((ROOT / "guards.json").read_text())

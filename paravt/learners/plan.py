@@ -146,8 +146,12 @@ def describe_plan(cfg: TrainConfig, out: str | Path, *, recipe: str, steps: int 
         if stage.done and left:
             status += f" (steps 1-{stage.done} done)" if stage.key == "train" else f" ({stage.done} done)"
         lines.append(f"  {i}. {stage.label}: {status}")
+    if cfg.select.every > 0:
+        lines.append(f"during RL: every {cfg.select.every} steps from step {-(-max(cfg.select.after, 1) // cfg.select.every) * cfg.select.every}, the policy "
+                     f"scored on {out / VALIDATION_SPLIT}; the best (the earliest on a tie) kept in {out / 'select'}")  # fmt: skip
     if cfg.data.heldout_n > 0 and not cfg.data.path:
-        lines.append(f"then: the cold start and the RL checkpoint evaluated on {out / HELDOUT_SPLIT} and its recoloured "
+        selected = ", the selected checkpoint" if cfg.select.every > 0 else ""
+        lines.append(f"then: the cold start, the RL checkpoint{selected} evaluated on {out / HELDOUT_SPLIT} and its recoloured "
                      f"copy ({out}/eval*), the result drawn in {out / 'result.png'}")  # fmt: skip
     return "\n".join(lines) + "\n"
 

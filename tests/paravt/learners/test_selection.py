@@ -158,3 +158,13 @@ def test_an_interrupt_inside_a_validation_resumes_it(runs, monkeypatch):
     assert selection.candidates(run) == selection.candidates(chosen)
     assert _rows(run) == _rows(chosen)
     assert selection.selected(run)["step"] == selection.selected(chosen)["step"]
+
+
+def test_the_plan_names_the_validation_split_and_the_first_candidate(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PARAVT_CACHE", str(tmp_path / "cache"))
+    assert main(["train", "--out", str(tmp_path / "new"), "--dry-run", "select.every=10", "select.after=35", "data.validation_n=40"]) == 0
+    out = capsys.readouterr().out
+    assert f"data, validation: 40 synthetic videos of 30-150 s, seed 2000, in {tmp_path / 'new' / 'validation'}" in out
+    assert "during RL: every 10 steps from step 40, the policy scored on" in out
+    assert "then: the cold start, the RL checkpoint, the selected checkpoint evaluated" in out
+    assert not (tmp_path / "new").exists()
