@@ -45,8 +45,11 @@ def judge(root: Path = ROOT) -> dict:
             penalty[s] = {"60": _accuracy(p / "stops/60/eval/summary.json"), "80": _accuracy(p / "stops/80/eval/summary.json"),
                           "format_41_80": _format(p)}  # fmt: skip
         if (q / "stops/80/eval_selected/summary.json").is_file():
-            select[s] = {t: {"accuracy": _accuracy(q / f"stops/{t}/eval_selected/summary.json"),
-                             **json.loads((q / f"stops/{t}/best.json").read_text())} for t in ("60", "80")}  # fmt: skip
+            select[s] = {}
+            for t in ("60", "80"):
+                best = json.loads((q / f"stops/{t}/best.json").read_text())
+                select[s][t] = {"accuracy": _accuracy(q / f"stops/{t}/eval_selected/summary.json"), "step": best["step"],
+                                "validation": best["accuracy"]}  # fmt: skip
     out: dict = {"base": base, "penalty": penalty, "selection": select}
     if len(penalty) == len(SEEDS):
         diff60 = [penalty[s]["60"] - base[s]["60"] for s in SEEDS]
