@@ -15,7 +15,7 @@ from paravt.evaluation.heldout import COUNTERFACTUAL_SPLIT, HELDOUT_SPLIT
 from paravt.evaluation.progress import Stage
 from paravt.learners.config import TrainConfig
 from paravt.learners.run_setup import synth_dir, tiny_model_dir
-from paravt.learners.selection import VALIDATION_SPLIT
+from paravt.learners.selection import VALIDATION_SPLIT, first_candidate, selects
 from paravt.policies.card import CARD_NAME
 
 # Reference seconds per unit of each stage: tiny_cpu's units on the 2-core development machine, one torch thread,
@@ -58,8 +58,9 @@ def runs_cold_start(cfg: TrainConfig, state: RunState, resume: bool) -> bool:
     return not resumed and (cfg.perception.steps > 0 or cfg.sft.steps > 0)
 
 
-def video_sets(cfg: TrainConfig, out: Path, cold_start: bool) -> list[tuple[str, Path, object]]:
-    """(what, directory, SynthConfig) of every synthetic dataset the run uses (none on real data)."""
+def video_sets(cfg: TrainConfig, out: Path, cold_start: bool, target: int) -> list[tuple[str, Path, object]]:
+    """(what, directory, SynthConfig) of every synthetic dataset the run uses to step ``target`` (none on real
+    data)."""
     if cfg.data.path:
         return []
     sets: list[tuple[str, Path, object]] = [("training", synth_dir(synth := cfg.data.synth_config()), synth)]
@@ -72,7 +73,7 @@ def video_sets(cfg: TrainConfig, out: Path, cold_start: bool) -> list[tuple[str,
         for name, split, cf in (("held-out", HELDOUT_SPLIT, ""), ("recoloured held-out", COUNTERFACTUAL_SPLIT, "colour")):
             sets.append((name, out / split, cfg.data.synth_config(n=cfg.data.heldout_n, seed=cfg.data.heldout_seed,
                                                                    counterfactual=cf)))  # fmt: skip
-    if cfg.select.every > 0 and cfg.data.validation_n > 0:
+    if selects(cfg, target):
         sets.append(("validation", out / VALIDATION_SPLIT, cfg.data.synth_config(n=cfg.data.validation_n,
                                                                                  seed=cfg.data.validation_seed)))  # fmt: skip
     return sets
@@ -87,7 +88,8 @@ def job_stages(cfg: TrainConfig, out: str | Path, *, steps: int | None, resume: 
     state = RunState.read(out)
     cold = runs_cold_start(cfg, state, resume)
     stages = []
-    sets = video_sets(cfg, out, cold)
+    target = cfg.steps if steps is None else steps
+    sets = video_sets(cfg, out, cold, target)
     if sets:
         todo = sum(missing_videos(where, synth) for _, where, synth in sets)
         total = sum(synth.n for _, _, synth in sets)
@@ -108,12 +110,11 @@ def job_stages(cfg: TrainConfig, out: str | Path, *, steps: int | None, resume: 
     for stage in cold_stages:
         stage.done = 0 if cold else stage.units
     stages += cold_stages
-    target = cfg.steps if steps is None else steps
     at = state.step if resume and state.step is not None else 0
     if target > 0:
         stages.append(Stage("train", f"RL ({cfg.algorithm})", max(target, at), "step", COST_S["train"], done=at))
     if cfg.data.heldout_n > 0 and not cfg.data.path:
-        policies = (2 if (cold or state.coldstart_saved) else 1) + (1 if cfg.select.every > 0 else 0)
+        policies = (2 if (cold or state.coldstart_saved) else 1) + (1 if selects(cfg, target) else 0)
         stages.append(Stage("eval", "held-out evaluation", cfg.data.heldout_n * policies * 2, "episode", COST_S["eval"],
                             parts=True))
     return stages
@@ -133,7 +134,7 @@ def describe_plan(cfg: TrainConfig, out: str | Path, *, recipe: str, steps: int 
     else:
         from paravt_env.data.synthetic import missing_videos
 
-        for what, where, synth in video_sets(cfg, out, cold):
+        for what, where, synth in video_sets(cfg, out, cold, target):
             todo = missing_videos(where, synth)
             built = "all built" if todo == 0 else f"{todo} to build"
             lines.append(f"data, {what}: {synth.n} synthetic videos of {synth.min_duration:g}-{synth.max_duration:g} s, "
@@ -146,11 +147,12 @@ def describe_plan(cfg: TrainConfig, out: str | Path, *, recipe: str, steps: int 
         if stage.done and left:
             status += f" (steps 1-{stage.done} done)" if stage.key == "train" else f" ({stage.done} done)"
         lines.append(f"  {i}. {stage.label}: {status}")
-    if cfg.select.every > 0:
-        lines.append(f"during RL: every {cfg.select.every} steps from step {-(-max(cfg.select.after, 1) // cfg.select.every) * cfg.select.every}, the policy "
+    if selects(cfg, target):
+        first = first_candidate(cfg.select.every, cfg.select.after)
+        lines.append(f"during RL: every {cfg.select.every} steps from step {first}, the policy "
                      f"scored on {out / VALIDATION_SPLIT}; the best (the earliest on a tie) kept in {out / 'select'}")  # fmt: skip
     if cfg.data.heldout_n > 0 and not cfg.data.path:
-        selected = ", the selected checkpoint" if cfg.select.every > 0 else ""
+        selected = ", the selected checkpoint" if selects(cfg, target) else ""
         lines.append(f"then: the cold start, the RL checkpoint{selected} evaluated on {out / HELDOUT_SPLIT} and its recoloured "
                      f"copy ({out}/eval*), the result drawn in {out / 'result.png'}")  # fmt: skip
     return "\n".join(lines) + "\n"

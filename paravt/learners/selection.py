@@ -32,6 +32,16 @@ SELECT_DIR = "select"
 BEST = "best.json"
 
 
+def first_candidate(every: int, after: int) -> int:
+    """The first step whose policy is a candidate: the first multiple of ``every`` at or after ``after`` (and 1)."""
+    return -(-max(after, 1) // every) * every
+
+
+def selects(cfg: Any, target: int) -> bool:
+    """Whether a run of ``cfg`` (a ``TrainConfig``) trained to step ``target`` evaluates any candidate."""
+    return cfg.select.every > 0 and target >= first_candidate(cfg.select.every, cfg.select.after)
+
+
 def step_dir(out: Path, step: int) -> Path:
     return Path(out) / SELECT_DIR / f"step_{step:06d}"
 

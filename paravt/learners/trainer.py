@@ -39,7 +39,7 @@ from paravt.learners.metrics import MetricSinks, plot_curves, read_jsonl, rollou
 from paravt.learners.optim import adamw
 from paravt.learners.rollout import run_batch
 from paravt.learners.run_setup import env_config, resolve_data, resolve_model_path, resolve_perception_data, write_validation
-from paravt.learners.selection import Selection
+from paravt.learners.selection import Selection, selects
 from paravt.learners.step_clock import StepClock
 from paravt.learners.trajectory import Trajectory, loss_positions
 from paravt.policies.card import CARD_NAME
@@ -85,7 +85,6 @@ class Trainer:
         self.samples = [] if sft_only else resolve_data(cfg, progress=self.progress)
         if not self.samples and not sft_only:
             raise ValueError("the training data holds no sample")
-        write_validation(cfg, self.out, progress=self.progress)  # where the run selects its checkpoint (select.every)
         base_path = resolve_model_path(cfg)
         self.base_path = Path(base_path) if Path(str(base_path)).exists() else None
         self.resumed = resume and (self.ckpt / "state.json").is_file()
@@ -372,6 +371,8 @@ class Trainer:
         resumed run's earlier rows stay in ``RUN/metrics.jsonl``): empty when the run was already there."""
         total = self.cfg.steps if steps is None else steps
         sinks = MetricSinks(self.cfg, self.out)  # fail before any work if a requested sink is missing
+        if selects(self.cfg, total):  # the videos the run selects its checkpoint on, where it reaches a candidate
+            write_validation(self.cfg, self.out, progress=self.progress)
         self.cold_start()
         release_free_memory(collect=True)  # the cold start's examples and episodes are gone: give their pages back
         if self.cfg.grpo.kl_coef > 0:

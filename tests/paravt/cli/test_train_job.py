@@ -98,6 +98,6 @@ def test_dry_run_prints_the_plan_and_writes_nothing(finished, tmp_path, capsys, 
     assert main(["train", "--out", str(tmp_path / "new"), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "recipe: tiny_cpu (para_grpo, seed 0, 60 RL steps)" in out and f"{tmp_path / 'new'} (new)" in out
-    assert "1. videos (576 in all, 0 already built): 576 videos" in out and "5. SFT cold start: 1400 steps" in out
+    assert "1. videos (616 in all, 0 already built): 616 videos" in out and "5. SFT cold start: 1400 steps" in out
     assert "data, training: 96 synthetic videos of 30-150 s, seed 0" in out and "(built on first use)" in out
     assert list(tmp_path.iterdir()) == []

@@ -91,7 +91,7 @@ def test_rng_preserved_restores_every_rng_the_trainer_draws_from():
 
 def test_recipe_refuses_a_selection_without_a_validation_split_or_on_a_test_seed():
     with pytest.raises(ValueError, match="data.validation_n"):
-        load_recipe("tiny_cpu", ["select.every=10"])
+        load_recipe("tiny_cpu", ["select.every=10", "data.validation_n=0"])
     with pytest.raises(ValueError, match="validation_seed"):
         load_recipe("tiny_cpu", ["select.every=10", "data.validation_n=4", "data.validation_seed=1000"])
     with pytest.raises(ValueError, match="select.after"):
@@ -168,3 +168,7 @@ def test_the_plan_names_the_validation_split_and_the_first_candidate(tmp_path, c
     assert "during RL: every 10 steps from step 40, the policy scored on" in out
     assert "then: the cold start, the RL checkpoint, the selected checkpoint evaluated" in out
     assert not (tmp_path / "new").exists()
+    # a run that stops before its first candidate builds no validation videos and plans no selection
+    assert main(["train", "--out", str(tmp_path / "new"), "--dry-run", "--steps", "39", "select.every=10", "select.after=35"]) == 0
+    out = capsys.readouterr().out
+    assert "data, validation" not in out and "during RL" not in out and "the selected checkpoint" not in out
