@@ -17,7 +17,7 @@ def test_the_readme_has_the_two_commands_of_the_docs_home_page():
     assert len(readme) == 2, "the README holds exactly two commands: the main job and the tests"
     home = bash_blocks(REPO / "docs" / "index.md")
     assert readme == home[:2]
-    assert readme[0].endswith("paravt train --recipe tiny_cpu --out runs/tiny")
+    assert readme[0].endswith("paravt train --recipe tiny_cpu --out runs/tiny --threads 1")
     assert readme[1].endswith("python -m pytest -q -p no:cacheprovider")
 
 

@@ -64,3 +64,27 @@ def test_the_picture_draws_each_seed_apart(tmp_path, monkeypatch):
     colour = {line.get_label(): line.get_color() for line in middle.lines}
     assert all(line.get_markerfacecolor() == colour[f"seed {i % 4}"] for i, line in enumerate(points))
     plt.close("all")
+
+
+def test_the_selected_checkpoint_is_the_headline_where_every_run_selected_one(tmp_path):
+    """A run with a validation selection (``RUN/eval_selected``, ``RUN/select/best.json``) reports three policies, and
+    the paired row is the selected checkpoint's gain; a run without one among them keeps the last step's headline."""
+    runs = [_run(tmp_path, s, 0.4, r) for s, r in ((0, 0.75), (1, 0.9))]
+    for run, (acc, step) in zip(runs, ((0.975, 30), (0.95, 60)), strict=True):
+        (run / "eval_selected").mkdir()
+        (run / "eval_selected" / "summary.json").write_text(json.dumps({"accuracy": acc, "avg_tool_calls": 1.0,
+                                                                       "tool_usage_rate": 0.5, "n": 40}))  # fmt: skip
+        (run / "select").mkdir()
+        (run / "select" / "best.json").write_text(json.dumps({"step": step, "accuracy": 0.9, "n": 40}))
+    data = summarise(runs)
+    assert data["headline"] == "RL, selected" and data["selected_steps"] == {"0": 30, "1": 60}
+    assert list(data["mean"]) == ["cold start", "RL", "RL, selected", "RL, selected − cold start, paired"]
+    assert data["mean"]["RL, selected − cold start, paired"]["accuracy"]["values"] == pytest.approx([0.575, 0.55])
+    table = to_markdown(data)
+    assert "| RL, selected | 0.962 ± " in table and "| RL, selected − cold start, paired | 0.562" in table
+    main([*map(str, runs), "--figure", str(tmp_path / "fig.png")])
+    assert (tmp_path / "fig.png").read_bytes()[:4] == b"\x89PNG"
+    # one run without a selection: every run's last step is the headline
+    runs.append(_run(tmp_path, 2, 0.4, 0.8))
+    data = summarise(runs)
+    assert "headline" not in data and list(data["mean"]) == ["cold start", "RL", "RL − cold start, paired"]
