@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from paravt_env.storage import read_json
 
@@ -15,6 +16,34 @@ HELDOUT_SPLIT = "heldout"
 """``RUN/heldout``: the run's held-out videos (written by the trainer before it trains)."""
 COUNTERFACTUAL_SPLIT = "heldout_counterfactual"
 """``RUN/heldout_counterfactual``: the same videos, every needle recoloured (``paravt.evaluation.counterfactual``)."""
+
+VALIDATION_SPLIT = "validation"
+"""``RUN/validation``: the run's validation videos (``paravt.learners.run_setup.write_validation``)."""
+SELECT_DIR = "select"
+"""``RUN/select``: one folder per candidate of the run's checkpoint selection (``paravt.learners.selection``), and
+``best.json``, the choice."""
+BEST = "best.json"
+SELECTED_EVAL = "eval_selected"
+"""``RUN/eval_selected``: the held-out evaluation of the checkpoint the run selected on its validation split."""
+
+
+def step_dir(out: str | Path, step: int) -> Path:
+    """``RUN/select/step_NNNNNN``: the candidate of ``step`` (its ``model`` while it is the choice, its ``eval``)."""
+    return Path(out) / SELECT_DIR / f"step_{step:06d}"
+
+
+def selected(out: str | Path) -> dict[str, Any] | None:
+    """The run's selected checkpoint, ``{"step", "accuracy", "n", "model"}`` (``model``: its path), or None where the
+    run has no selection (off, or no candidate evaluated yet). A ``best.json`` naming weights that are gone is a
+    ``FileNotFoundError`` that says so."""
+    path = Path(out) / SELECT_DIR / BEST
+    if not path.is_file():
+        return None
+    best = read_json(path)
+    model = step_dir(Path(out), int(best["step"])) / "model"
+    if not model.is_dir():
+        raise FileNotFoundError(f"{path} selects step {best['step']}, whose weights {model} are missing")
+    return {**best, "model": model}
 
 
 def fresh(target: Path, identity: str, twins: tuple[str, ...] = ()) -> None:
@@ -55,8 +84,6 @@ def evaluate_heldout(out: Path, progress: bool = True) -> str:
     from paravt.evaluation.counterfactual import follow_rates
     from paravt.evaluation.fingerprints import checkpoint_identity
     from paravt.evaluation.report import to_markdown
-
-    from paravt.learners.selection import selected
 
     data, counter = out / HELDOUT_SPLIT, out / COUNTERFACTUAL_SPLIT
     runs = [("RL", out / "checkpoint" / "model", out / "eval")]
@@ -101,8 +128,6 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-SELECTED_EVAL = "eval_selected"
-"""``RUN/eval_selected``: the held-out evaluation of the checkpoint the run selected on its validation split."""
 RESULT_PICTURE = "result.png"
 """``RUN/result.png``: the run's result in one picture (``plot_result``)."""
 POLICY_DIRS = (("cold start", "eval_coldstart"), ("RL", "eval"), ("RL, selected", SELECTED_EVAL))

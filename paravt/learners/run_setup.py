@@ -9,9 +9,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from paravt.evaluation.heldout import COUNTERFACTUAL_SPLIT, HELDOUT_SPLIT
+from paravt.evaluation.heldout import COUNTERFACTUAL_SPLIT, HELDOUT_SPLIT, VALIDATION_SPLIT
 from paravt.learners.config import TrainConfig
-from paravt.learners.selection import VALIDATION_SPLIT
 from paravt_env import EnvConfig, load_samples
 from paravt_env.paths import cache_root
 from paravt_env.protocol import THINK_PREFIX

@@ -23,14 +23,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from paravt.evaluation.heldout import BEST, SELECT_DIR, VALIDATION_SPLIT, selected, step_dir
 from paravt_env import storage
 
-VALIDATION_SPLIT = "validation"
-"""``RUN/validation``: the run's validation videos (``run_setup.write_validation``)."""
-SELECT_DIR = "select"
-"""``RUN/select``: one folder per candidate step, and ``best.json``."""
-BEST = "best.json"
-
+__all__ = ["BEST", "SELECT_DIR", "VALIDATION_SPLIT", "Selection", "candidates", "choose", "first_candidate", "rng_preserved",
+           "selected", "selects", "step_dir"]  # fmt: skip
 
 def first_candidate(every: int, after: int) -> int:
     """The first step whose policy is a candidate: the first multiple of ``every`` at or after ``after`` (and 1)."""
@@ -40,24 +37,6 @@ def first_candidate(every: int, after: int) -> int:
 def selects(cfg: Any, target: int) -> bool:
     """Whether a run of ``cfg`` (a ``TrainConfig``) trained to step ``target`` evaluates any candidate."""
     return cfg.select.every > 0 and target >= first_candidate(cfg.select.every, cfg.select.after)
-
-
-def step_dir(out: Path, step: int) -> Path:
-    return Path(out) / SELECT_DIR / f"step_{step:06d}"
-
-
-def selected(out: str | Path) -> dict[str, Any] | None:
-    """The run's selected checkpoint, ``{"step", "accuracy", "n", "model"}`` (``model``: its path), or None where the
-    run has no selection (off, or no candidate evaluated yet). A ``best.json`` naming weights that are gone is a
-    ``FileNotFoundError`` that says so."""
-    path = Path(out) / SELECT_DIR / BEST
-    if not path.is_file():
-        return None
-    best = storage.read_json(path)
-    model = step_dir(Path(out), int(best["step"])) / "model"
-    if not model.is_dir():
-        raise FileNotFoundError(f"{path} selects step {best['step']}, whose weights {model} are missing")
-    return {**best, "model": model}
 
 
 def candidates(out: str | Path) -> list[dict[str, Any]]:
@@ -106,21 +85,20 @@ class Selection:
     def done(self, step: int) -> bool:
         return (step_dir(self.out, step) / "eval" / "summary.json").is_file()
 
-    def evaluate(self, step: int, save_model: Callable[[Path], None], progress: bool = False) -> dict[str, Any]:
+    def evaluate(self, step: int, save_model: Callable[[Path], None], progress: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
         """Save the policy of ``step`` (``save_model(target)``), score it on the validation split, and choose again.
-        Returns the candidate's row. Resumable: rerun after an interrupt, it saves the same weights again (the step
+        Returns the candidate's row and the choice now. Resumable: rerun after an interrupt, it saves the same weights again (the step
         is replayed bit for bit) and scores the samples not yet scored."""
         from paravt.evaluation.fingerprints import checkpoint_identity
         from paravt.evaluation.harness import evaluate_checkpoint
         from paravt.evaluation.heldout import fresh
+        from paravt.evaluation.progress import outside_job
 
         if not (self.data / "samples.jsonl").is_file():
             raise FileNotFoundError(f"{self.data} holds no validation split (samples.jsonl): select.every needs it "
                                     "(paravt train writes it before RL)")  # fmt: skip
         folder = step_dir(self.out, step)
         model = folder / "model"
-        from paravt.evaluation.progress import outside_job
-
         # inside RL's stage of the job: the held-out evaluation's stage is the run's last, not this
         with rng_preserved(), outside_job():
             if model.exists():
@@ -129,8 +107,8 @@ class Selection:
             target = folder / "eval"
             fresh(target, checkpoint_identity(model))
             summary = evaluate_checkpoint(model, self.data, target, progress=progress)
-        self.choose()
-        return {"step": step, "accuracy": float(summary["accuracy"]), "n": int(summary["n"])}
+        best = self.choose()
+        return {"step": step, "accuracy": float(summary["accuracy"]), "n": int(summary["n"])}, best
 
     def choose(self) -> dict[str, Any] | None:
         """Write ``best.json`` for the candidates evaluated so far, then drop every other candidate's weights (in that

@@ -415,8 +415,7 @@ class Trainer:
         scored: saved and evaluated on the validation split without touching the training RNGs."""
         if self.selection is None or not self.selection.due(self.step) or self.selection.done(self.step):
             return
-        row = self.selection.evaluate(self.step, lambda target: self._save_model(target, self._model_source()))
-        best = self.selection.choose()
+        row, best = self.selection.evaluate(self.step, lambda target: self._save_model(target, self._model_source()))
         logger.info("step %d: validation accuracy %.3f (n %d); selected: step %d (%.3f)", row["step"], row["accuracy"],
                     row["n"], best["step"], best["accuracy"])  # fmt: skip
 
