@@ -397,9 +397,9 @@ def check_counts(cfg: TrainConfig) -> None:
                        ("data.validation_n", cfg.data.validation_n)):  # fmt: skip
         if value < 0:
             raise ValueError(f"recipe key {key} must be at least 0, got {value}")
-    if cfg.select.every and (cfg.data.validation_n == 0 or cfg.data.path):
+    if cfg.select.every and cfg.data.validation_n == 0 and not cfg.data.path:
         raise ValueError("recipe key select.every needs a validation split: data.validation_n > 0 videos of the "
-                         "synthetic training distribution (data.path: none)")  # fmt: skip
+                         "synthetic training distribution")  # fmt: skip
     if cfg.select.every and cfg.data.validation_seed in (cfg.data.heldout_seed, cfg.data.synth_seed, cfg.data.synth_seed + 500_000):
         raise ValueError(f"recipe key data.validation_seed ({cfg.data.validation_seed}) must differ from "
                          "data.heldout_seed, data.synth_seed and the perception pool's: the validation videos would be held-out or training videos")  # fmt: skip

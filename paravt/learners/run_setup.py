@@ -11,6 +11,7 @@ from pathlib import Path
 
 from paravt.evaluation.heldout import COUNTERFACTUAL_SPLIT, HELDOUT_SPLIT, VALIDATION_SPLIT
 from paravt.learners.config import TrainConfig
+from paravt.learners.selection import selects
 from paravt_env import EnvConfig, load_samples
 from paravt_env.paths import cache_root
 from paravt_env.protocol import THINK_PREFIX
@@ -73,7 +74,7 @@ def write_validation(cfg: TrainConfig, out: Path, *, progress: bool = False):
     """The validation split (``data.validation_n`` videos of the training distribution, seed ``data.validation_seed``)
     in ``OUT/validation``, where the run selects its checkpoint on it (``select.every``; ``paravt.learners.selection``);
     None otherwise."""
-    if cfg.select.every <= 0 or cfg.data.validation_n <= 0 or cfg.data.path:
+    if not selects(cfg):
         return None
     synth = cfg.data.synth_config(n=cfg.data.validation_n, seed=cfg.data.validation_seed)
     return build_videos(out / VALIDATION_SPLIT, synth, "validation videos", progress)

@@ -34,9 +34,12 @@ def first_candidate(every: int, after: int) -> int:
     return -(-max(after, 1) // every) * every
 
 
-def selects(cfg: Any, target: int) -> bool:
-    """Whether a run of ``cfg`` (a ``TrainConfig``) trained to step ``target`` evaluates any candidate."""
-    return cfg.select.every > 0 and target >= first_candidate(cfg.select.every, cfg.select.after)
+def selects(cfg: Any, target: int = 1 << 62) -> bool:
+    """Whether a run of ``cfg`` (a ``TrainConfig``) trained to step ``target`` evaluates any candidate. Never on real
+    data (``data.path``): the validation split is drawn from the synthetic training distribution, as the held-out
+    split is (the trainer says so)."""
+    return (cfg.select.every > 0 and cfg.data.validation_n > 0 and not cfg.data.path
+            and target >= first_candidate(cfg.select.every, cfg.select.after))  # fmt: skip
 
 
 def candidates(out: str | Path) -> list[dict[str, Any]]:

@@ -117,7 +117,10 @@ class Trainer:
         self.step, self.epoch, self.cursor = 0, 0, 0
         self.order = list(range(len(self.samples)))
         self.ref_model = None
-        self.selection = Selection(cfg.select.every, cfg.select.after, self.out) if cfg.select.every else None
+        self.selection = Selection(cfg.select.every, cfg.select.after, self.out) if selects(cfg) else None
+        if cfg.select.every and self.selection is None:
+            logger.warning("select.every %d: no validation split on real data (data.path; the split is drawn from the "
+                           "synthetic training videos): the run reports its last step", cfg.select.every)  # fmt: skip
         if self.resumed:
             self._load_state()
         else:

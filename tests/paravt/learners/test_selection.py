@@ -96,6 +96,9 @@ def test_recipe_refuses_a_selection_without_a_validation_split_or_on_a_test_seed
         load_recipe("tiny_cpu", ["select.every=10", "data.validation_n=4", "data.validation_seed=1000"])
     with pytest.raises(ValueError, match="select.after"):
         load_recipe("tiny_cpu", ["select.after=-1"])
+    # on real data there is no validation split to draw: no selection (the trainer says so), as no held-out split
+    cfg = load_recipe("tiny_cpu", ["data.path=/some/samples.jsonl"])
+    assert cfg.select.every == 10 and not selection.selects(cfg) and selection.selects(load_recipe("tiny_cpu"))
 
 
 @pytest.fixture(scope="module")
