@@ -25,6 +25,7 @@ from paravt.learners.adapters.openrlhf.label import make_label
 from paravt.learners.adapters.openrlhf.pixels import check_checkpoint_budget
 from paravt.learners.adapters.recipe_env import env_options, processor_pixels
 from paravt.learners.config import TrainConfig
+from paravt.learners.selection import selects
 from paravt_env import VideoQASample
 
 AGENT_FUNC = Path(__file__).with_name("agent_func.py")
@@ -120,6 +121,9 @@ def launch(cfg: TrainConfig, samples: list[VideoQASample] | None, out: str | Pat
         if samples is None:
             raise ValueError("launch needs the samples to export (only a dry run goes without)")
         export_prompts(samples, prompts, cfg)
+    if selects(cfg):  # said, not dropped without a word: OpenRLHF keeps its own checkpoints, the last one is the run's
+        print(f"note: the recipe's select.every={cfg.select.every} (a checkpoint chosen on a validation split) is the local "
+              "trainer's; this OpenRLHF run reports its last checkpoint", file=sys.stderr)  # fmt: skip
     print(" ".join(shlex.quote(c) for c in cmd))
     if dry_run:
         return 0

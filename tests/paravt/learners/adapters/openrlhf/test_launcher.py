@@ -171,3 +171,13 @@ def test_agent_func_loads_by_file_path_like_openrlhf():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert issubclass(module.AgentExecutor, AgentExecutorBase)
+
+
+def test_launch_says_the_local_selection_is_not_carried(tmp_path, capsys):
+    """A recipe's validation selection (select.every) is the local trainer's: an OpenRLHF launch says it reports its
+    last checkpoint instead of dropping the setting without a word."""
+    assert launch(load_recipe("paragrpo_qwen3vl_8b", ["select.every=10", "data.validation_n=4"]), None, tmp_path / "a",
+                  dry_run=True) == 0  # fmt: skip
+    assert "select.every=10" in capsys.readouterr().err
+    assert launch(load_recipe("paragrpo_qwen3vl_8b"), None, tmp_path / "b", dry_run=True) == 0
+    assert "select.every" not in capsys.readouterr().err
