@@ -234,3 +234,13 @@ def test_the_main_job_guards_verdicts_are_what_their_committed_runs_give():
     from scripts.main_job_guards import ROOT, judge
 
     assert judge() == json.loads((ROOT / "guards.json").read_text())
+
+
+def test_the_main_jobs_figures_recompute_from_its_committed_runs():
+    """docs/results/tiny_cpu/main_job.json (the README's table) is what the committed slim runs give
+    (docs/results/tiny_cpu/main_job_runs/seedS: samples, evaluations, the selection's choice and metrics; no videos)."""
+    from paravt.experiments.main_job import summarise
+
+    runs = sorted((REPO / "docs/results/tiny_cpu/main_job_runs").glob("seed*"))
+    assert len(runs) >= 3
+    assert summarise(runs) == json.loads((REPO / "docs/results/tiny_cpu/main_job.json").read_text())

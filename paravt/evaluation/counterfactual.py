@@ -22,8 +22,9 @@ def follow_rates(original: str | Path, counterfactual: str | Path, results: str 
     from paravt.evaluation.store import read_results
     from paravt_env import load_samples
 
-    before = {s.id: s for s in load_samples(original)}
-    after = {s.id: s for s in load_samples(counterfactual)}
+    # questions and answers only: the videos need not be there (a run's committed copy keeps samples.jsonl alone)
+    before = {s.id: s for s in load_samples(original, keep_missing=True)}
+    after = {s.id: s for s in load_samples(counterfactual, keep_missing=True)}
     path = Path(results)
     rows = {r["id"]: r for r in read_results(path / "results.jsonl" if path.is_dir() else path)}
     pairs = [(before[i], after[i]) for i in sorted(before.keys() & after.keys())

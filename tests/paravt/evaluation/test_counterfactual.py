@@ -33,3 +33,16 @@ def test_re_asked_questions_are_left_out_and_counted(tmp_path):
     (tmp_path / "r.jsonl").write_text("".join(json.dumps({"id": s.id, "prediction": s.answer}) + "\n" for s in changed))
     rates = follow_rates(tmp_path / "base", tmp_path / "cf", tmp_path / "r.jsonl")
     assert rates["n"] == 0 and rates["follows"] is None and rates["not_counterfactual"] == len(changed)
+
+
+def test_the_rates_need_the_samples_not_the_videos(tmp_path):
+    """A run's slim copy (samples.jsonl and results, no videos: docs/results/tiny_cpu/main_job_runs) gives the same
+    rates as the run itself."""
+    generate_dataset(tmp_path / "base", SynthConfig(**SMALL), progress=False)
+    changed = generate_dataset(tmp_path / "cf", SynthConfig(**SMALL, counterfactual="colour"), progress=False)
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps({"id": s.id, "prediction": s.answer}) + "\n" for s in changed))
+    full = follow_rates(tmp_path / "base", tmp_path / "cf", tmp_path / "r.jsonl")
+    for split in ("base", "cf"):
+        for video in (tmp_path / split).glob("*.mp4"):
+            video.unlink()
+    assert follow_rates(tmp_path / "base", tmp_path / "cf", tmp_path / "r.jsonl") == full and full["n"] == len(changed)
