@@ -32,17 +32,23 @@ def step_dir(out: str | Path, step: int) -> Path:
     return Path(out) / SELECT_DIR / f"step_{step:06d}"
 
 
-def selected(out: str | Path) -> dict[str, Any] | None:
-    """The run's selected checkpoint, ``{"step", "accuracy", "n", "model"}`` (``model``: its path), or None where the
-    run has no selection (off, or no candidate evaluated yet). A ``best.json`` naming weights that are gone is a
-    ``FileNotFoundError`` that says so."""
+def selected_choice(out: str | Path) -> dict[str, Any] | None:
+    """``RUN/select/best.json``: the step the run selected, ``{"step", "accuracy", "n"}`` (its validation figures), or
+    None where the run has no selection (off, or no candidate evaluated yet). Its weights need not be there (a slim
+    copy of a run keeps the choice and its evaluations)."""
     path = Path(out) / SELECT_DIR / BEST
-    if not path.is_file():
+    return read_json(path) if path.is_file() else None
+
+
+def selected(out: str | Path) -> dict[str, Any] | None:
+    """The run's selected checkpoint, ``selected_choice`` with ``"model"``, the path of its weights. A choice whose
+    weights are gone is a ``FileNotFoundError`` that says so."""
+    best = selected_choice(out)
+    if best is None:
         return None
-    best = read_json(path)
-    model = step_dir(Path(out), int(best["step"])) / "model"
+    model = step_dir(out, int(best["step"])) / "model"
     if not model.is_dir():
-        raise FileNotFoundError(f"{path} selects step {best['step']}, whose weights {model} are missing")
+        raise FileNotFoundError(f"{Path(out) / SELECT_DIR / BEST} selects step {best['step']}, whose weights {model} are missing")
     return {**best, "model": model}
 
 

@@ -84,13 +84,11 @@ def summarise(runs: list[Path]) -> dict[str, Any]:
 
 
 def _selected_step(run: Path) -> int | None:
-    """The step of the checkpoint the run selected (``RUN/select/best.json``; its weights need not be there: a slim
-    copy of a run keeps the choice and its evaluations)."""
-    from paravt.learners.selection import BEST, SELECT_DIR
-    from paravt_env.storage import read_json
+    """The step of the checkpoint the run selected (its weights need not be there)."""
+    from paravt.evaluation.heldout import selected_choice
 
-    path = run / SELECT_DIR / BEST
-    return int(read_json(path)["step"]) if path.is_file() else None
+    best = selected_choice(run)
+    return None if best is None else int(best["step"])
 
 
 def to_markdown(data: dict[str, Any]) -> str:

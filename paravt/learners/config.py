@@ -95,6 +95,11 @@ class DataConfig:
     reports by its accuracy there. 0: none."""
     validation_seed: int = 2000
 
+    @property
+    def perception_seed(self) -> int:
+        """Seed of the perception stage's own pool of videos: apart from the training videos' and the splits'."""
+        return self.synth_seed + 500_000
+
     def synth_config(self, n: int | None = None, seed: int | None = None, **changes: Any):
         """The generator settings of these videos (``n``/``seed`` and any field overridden)."""
         from paravt_env.data.synth_plan import QUESTION_KINDS, SynthConfig
@@ -400,7 +405,7 @@ def check_counts(cfg: TrainConfig) -> None:
     if cfg.select.every and cfg.data.validation_n == 0 and not cfg.data.path:
         raise ValueError("recipe key select.every needs a validation split: data.validation_n > 0 videos of the "
                          "synthetic training distribution")  # fmt: skip
-    if cfg.select.every and cfg.data.validation_seed in (cfg.data.heldout_seed, cfg.data.synth_seed, cfg.data.synth_seed + 500_000):
+    if cfg.select.every and cfg.data.validation_seed in (cfg.data.heldout_seed, cfg.data.synth_seed, cfg.data.perception_seed):
         raise ValueError(f"recipe key data.validation_seed ({cfg.data.validation_seed}) must differ from "
                          "data.heldout_seed, data.synth_seed and the perception pool's: the validation videos would be held-out or training videos")  # fmt: skip
     if not 0.0 <= cfg.sft.crop_rate <= 1.0:

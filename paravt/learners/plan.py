@@ -66,7 +66,7 @@ def video_sets(cfg: TrainConfig, out: Path, cold_start: bool, target: int) -> li
     sets: list[tuple[str, Path, object]] = [("training", synth_dir(synth := cfg.data.synth_config()), synth)]
     if cold_start and cfg.perception.steps > 0:
         p = cfg.perception
-        pool = cfg.data.synth_config(n=p.videos, seed=cfg.data.synth_seed + 500_000, min_duration=p.min_duration,
+        pool = cfg.data.synth_config(n=p.videos, seed=cfg.data.perception_seed, min_duration=p.min_duration,
                                      max_duration=p.max_duration)  # fmt: skip
         sets.append(("perception", synth_dir(pool), pool))
     if cfg.data.heldout_n > 0:

@@ -48,7 +48,7 @@ def resolve_perception_data(cfg: TrainConfig, progress: bool = False):
     if cfg.perception.steps <= 0 or cfg.data.path:
         return None
     p = cfg.perception
-    synth = cfg.data.synth_config(n=p.videos, seed=cfg.data.synth_seed + 500_000, min_duration=p.min_duration,
+    synth = cfg.data.synth_config(n=p.videos, seed=cfg.data.perception_seed, min_duration=p.min_duration,
                                   max_duration=p.max_duration)  # fmt: skip
     return build_videos(synth_dir(synth), synth, "perception videos", progress)
 

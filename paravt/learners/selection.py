@@ -29,6 +29,7 @@ from paravt_env import storage
 __all__ = ["BEST", "SELECT_DIR", "VALIDATION_SPLIT", "Selection", "candidates", "choose", "first_candidate", "rng_preserved",
            "selected", "selects", "step_dir"]  # fmt: skip
 
+
 def first_candidate(every: int, after: int) -> int:
     """The first step whose policy is a candidate: the first multiple of ``every`` at or after ``after`` (and 1)."""
     return -(-max(after, 1) // every) * every
@@ -88,10 +89,11 @@ class Selection:
     def done(self, step: int) -> bool:
         return (step_dir(self.out, step) / "eval" / "summary.json").is_file()
 
-    def evaluate(self, step: int, save_model: Callable[[Path], None], progress: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    def evaluate(self, step: int, save_model: Callable[[Path], None],
+                 progress: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
         """Save the policy of ``step`` (``save_model(target)``), score it on the validation split, and choose again.
-        Returns the candidate's row and the choice now. Resumable: rerun after an interrupt, it saves the same weights again (the step
-        is replayed bit for bit) and scores the samples not yet scored."""
+        Returns the candidate's row and the choice now. Resumable: rerun after an interrupt, it saves the same
+        weights again (the step is replayed bit for bit) and scores the samples not yet scored."""
         from paravt.evaluation.fingerprints import checkpoint_identity
         from paravt.evaluation.harness import evaluate_checkpoint
         from paravt.evaluation.heldout import fresh
@@ -117,11 +119,12 @@ class Selection:
         """Write ``best.json`` for the candidates evaluated so far, then drop every other candidate's weights (in that
         order: an interrupt between the two leaves spare weights, removed next time, never a choice without its
         weights)."""
-        best = choose(candidates(self.out))
+        rows = candidates(self.out)
+        best = choose(rows)
         if best is None:
             return None
         storage.write_text_atomic(self.out / SELECT_DIR / BEST, json.dumps(best) + "\n")
-        for folder in (self.out / SELECT_DIR).glob("step_*"):
-            if folder.name != step_dir(self.out, best["step"]).name and (folder / "model").is_dir() and (folder / "eval" / "summary.json").is_file():
-                shutil.rmtree(folder / "model")
+        for row in rows:  # evaluated ones only: a candidate still being scored keeps its weights
+            if row["step"] != best["step"]:
+                shutil.rmtree(step_dir(self.out, row["step"]) / "model", ignore_errors=True)
         return best
