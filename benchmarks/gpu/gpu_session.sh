@@ -14,6 +14,7 @@
 #   episode  the OpenRLHF executor's episode at 2B with the local engine: alignment, scripted and sampled
 #   memory   training log-probs at Qwen's vocabulary, chunked vs plain, on the GPU
 #   video    the frame-sampling benchmarks (ours vs qwen-vl-utils) on the 16-core machine
+#   install  nothing but the carried wheels: run it first when phases then run side by side (WORKERS=N: test workers)
 set -euo pipefail
 cd "$(dirname "$0")/../.."  # the repository root
 [ $# -gt 0 ] || { echo "usage: bash benchmarks/gpu/gpu_session.sh wheels | PHASE... (tests main step2b step8b episode memory video)" >&2; exit 2; }
@@ -45,7 +46,7 @@ case "$phase" in
         # the engines are not carried: their adapters' tests skip (PARAVT_ENGINE unset)
         # -v (and no -q, which cancels it): each result named as it comes, so that a run cut off by its time
         # limit still says what failed; --timeout: one hung test does not take the call
-        workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n 8 --dist loadfile" || true)
+        workers=$(python3 -c "import xdist" 2>/dev/null && echo "-n ${WORKERS:-8} --dist loadfile" || true)
         timeout=$(python3 -c "import pytest_timeout" 2>/dev/null && echo "--timeout 150" || true)
         # $TESTS: other test paths (a rerun of what failed, say)
         PARAVT_TEST_DEVICE=cuda python3 -m pytest -v -rfE --tb=short -p no:cacheprovider $workers $timeout \
@@ -54,7 +55,8 @@ case "$phase" in
     main)
         python3 -m paravt train --recipe tiny_cpu --out "$runs/main" --no-progress model.device=cuda 2>&1 | tee "$out/main.log" ;;
     step2b)
-        python3 -m benchmarks.gpu.gpu_step --out "$runs/step2b" --stacks-every 60 --steps 1 --engine cached,generate 2>&1 \
+        # $STEP2B_ARGS: recipe overrides (sft.steps=0: no cold-start stage, the RL step sooner)
+        python3 -m benchmarks.gpu.gpu_step --out "$runs/step2b" --stacks-every 60 --steps 1 --engine cached,generate ${STEP2B_ARGS:-} 2>&1 \
             | tee "$out/step2b.log" || true
         cp "$runs/step2b/gpu_step.json" "$out/step2b.json" || true ;;
     step8b)
@@ -72,6 +74,7 @@ case "$phase" in
         python3 -m pytest -q -p no:cacheprovider benchmarks/perf/test_bench_video.py --benchmark-only \
             --benchmark-json="$out/bench_video.json" 2>&1 | tee "$out/video.log"
         python3 -m benchmarks.perf.report "$out/bench_video.json" | tee -a "$out/video.log" ;;
+    install) ;;  # the wheels only (above): before phases started side by side, which would install them twice at once
     *) echo "unknown phase $phase" >&2; exit 2 ;;
 esac
 done

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-QUICK = ("model.size=tiny", "model.dtype=fp32", "model.gradient_checkpointing=false", "rollout.group_size=2",
+QUICK = ("model.size=tiny", "model.dtype=fp32", "rollout.group_size=2",
          "rollout.max_new_tokens=24", "env.frame_budget=4", "env.crop_max_frames=4", "data.size=112", "data.synth_n=2",
          "data.min_duration=30", "data.max_duration=40", "sft.episodes=1", "sft.steps=1", "sft.frame_budgets=[4]")  # fmt: skip
 """``--quick``: the recipe at tiny size, minutes on 2 CPU cores (the user's overrides still win)."""
@@ -62,7 +62,7 @@ def _measured_trainer():
 
 
 def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = True,  # noqa: ANN001
-        engines: tuple[str, ...] = ("cached",)) -> dict[str, Any]:
+        engines: tuple[str, ...] = ("cached",), watch_every: float | None = None) -> dict[str, Any]:
     import torch
     import transformers
 
@@ -93,23 +93,24 @@ def run(cfg, out: Path, steps: int, peak_tflops: float | None, progress: bool = 
         print(f"cold start{' (out of memory)' if failure else ''}: {cold_start_s:.1f} s", flush=True)
         # Several engines measure from one cold start, one after another (the first pays for allocator growth
         # and kernel selection): "generate" is model.generate, the path before the rollout engine.
-        for engine in () if failure else engines:
-            trainer.policy.engine = engine
-            for _ in range(steps):
-                try:
-                    row = trainer.rl_step()
-                except torch.OutOfMemoryError as exc:
-                    failure = out_of_memory(trainer.step + 1, exc)
+        with decode_watch(trainer.policy, watch_every):  # the rollout engine's progress, every S seconds
+            for engine in () if failure else engines:
+                trainer.policy.engine = engine
+                for _ in range(steps):
+                    try:
+                        row = trainer.rl_step()
+                    except torch.OutOfMemoryError as exc:
+                        failure = out_of_memory(trainer.step + 1, exc)
+                        break
+                    flops = 3 * trainer.last_forward_flops
+                    row["model_tflops"] = flops / 1e12
+                    row["mfu"] = flops / (row["update_s"] * peak) if peak and row["update_s"] > 0 else None
+                    row["generated_tokens"] = row["tokens_per_s"] * row["rollout_s"]
+                    rows.append({"engine": engine, **{k: row.get(k) for k in ("step", *FIGURES, "model_tflops")}})
+                    _print_row(rows[-1])
+                    release_free_memory(collect=True)
+                if failure:
                     break
-                flops = 3 * trainer.last_forward_flops
-                row["model_tflops"] = flops / 1e12
-                row["mfu"] = flops / (row["update_s"] * peak) if peak and row["update_s"] > 0 else None
-                row["generated_tokens"] = row["tokens_per_s"] * row["rollout_s"]
-                rows.append({"engine": engine, **{k: row.get(k) for k in ("step", *FIGURES, "model_tflops")}})
-                _print_row(rows[-1])
-                release_free_memory(collect=True)
-            if failure:
-                break
         by_engine = {engine: _summary([r for r in rows if r["engine"] == engine]) for engine in engines}
         params = sum(p.numel() for p in trainer.policy.model.parameters())
         return {
@@ -132,6 +133,39 @@ def _summary(rows: list[dict[str, Any]]) -> tuple[dict[str, float], list[int]]:
     summary = {k: statistics.fmean(r[k] for r in measured) for k in FIGURES
                if measured and all(r.get(k) is not None for r in measured)}  # fmt: skip
     return summary, [r["step"] for r in measured]
+
+
+@contextlib.contextmanager
+def decode_watch(policy: Any, seconds: float | None):  # noqa: ANN401
+    """Every ``seconds`` (None or 0: never) while the rollout engine decodes, its progress on stdout: decode steps,
+    tokens, and the rate since the last line. The first GPU runs' rollouts were cut off by the call's limit with
+    nothing to say how far they had come."""
+    if not seconds:
+        yield
+        return
+    import threading
+
+    done = threading.Event()
+
+    def watch() -> None:
+        stats = policy.cached.stats
+        t0 = last_t = time.perf_counter()
+        last_steps, last_tokens = stats["decode_steps"], stats["decoded_tokens"]
+        while not done.wait(seconds):
+            now, steps, tokens = time.perf_counter(), stats["decode_steps"], stats["decoded_tokens"]
+            if steps != last_steps:
+                dt = now - last_t
+                print(f"[{now - t0:.0f} s] decoding: {steps} steps, {tokens} tokens so far; last {dt:.0f} s: "
+                      f"{1e3 * dt / (steps - last_steps):.1f} ms a step, {(tokens - last_tokens) / dt:.0f} tok/s", flush=True)  # fmt: skip
+            last_t, last_steps, last_tokens = now, steps, tokens
+
+    thread = threading.Thread(target=watch, name="decode_watch", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
 
 
 @contextlib.contextmanager
@@ -208,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
                         "in turn from the one cold start")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--stacks-every", type=float, default=None, metavar="S",
-                   help="print every thread's Python stack to stderr every S seconds (where a long run spends its time)")
+                   help="print every thread's Python stack to stderr every S seconds (where a long run spends its time), "
+                        "and the rollout engine's decode progress to stdout as often")
     p.add_argument("overrides", nargs="*", metavar="key=value")
     args = p.parse_args(argv)
     cfg, overrides = step_config(p, args)
@@ -220,7 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"gpu_step: recipe {args.recipe}{' (--quick)' if args.quick else ''}, {cfg.model.size} model on "
           f"{cfg.model.device}: its cold start first (timed as a whole), then {steps} measured RL step(s)", flush=True)  # fmt: skip
     with stack_dumps(args.stacks_every):
-        result = run(cfg, out, steps, args.peak_tflops, progress=not args.no_progress, engines=args.engine)
+        result = run(cfg, out, steps, args.peak_tflops, progress=not args.no_progress, engines=args.engine,
+                     watch_every=args.stacks_every)
     result["recipe"], result["overrides"], result["quick"], result["engines"] = args.recipe, overrides, args.quick, args.engine
     (out / "gpu_step.json").write_text(json.dumps(result, indent=2) + "\n")
     if result["out_of_memory"]:

@@ -120,14 +120,28 @@ def save(out: Path, state: dict[str, Any], write_files: Callable[[Path], None]) 
 
 # --- what a checkpoint holds -------------------------------------------------------------------------------
 def rng_states() -> dict[str, Any]:
-    """torch's, numpy's and Python's global RNG states (what a checkpoint restores)."""
-    return {"torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}
+    """torch's (CPU and, where there is one, every GPU's), numpy's and Python's global RNG states (what a checkpoint
+    restores). Rollouts on a GPU sample from its generator: without it, a resumed run's rollouts were other draws
+    than the uninterrupted run's (the first GPU run's resume tests)."""
+    states = {"torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}
+    if torch.cuda.is_available():
+        states["cuda_rng"] = torch.cuda.get_rng_state_all()
+    return states
 
 
 def set_rng_states(states: dict[str, Any]) -> None:
     torch.set_rng_state(states["torch_rng"])
     np.random.set_state(states["numpy_rng"])
     random.setstate(states["python_rng"])
+    cuda = states.get("cuda_rng")
+    if cuda is None:
+        return
+    if torch.cuda.is_available() and torch.cuda.device_count() >= len(cuda):
+        torch.cuda.set_rng_state_all(cuda)
+    else:  # saved on a machine with more GPUs (or any): its GPU draws cannot be repeated here
+        logger.warning("the checkpoint holds the RNG states of %d GPU(s) and this machine has %d: GPU sampling "
+                       "continues from fresh states, not the saved ones", len(cuda),
+                       torch.cuda.device_count() if torch.cuda.is_available() else 0)  # fmt: skip
 
 
 def save_model(model: Any, target: Path, source: Path | None, cfg: Any) -> None:

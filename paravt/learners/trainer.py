@@ -38,13 +38,19 @@ from paravt.learners.interrupts import commit_section, raise_if_requested
 from paravt.learners.metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
 from paravt.learners.optim import adamw
 from paravt.learners.rollout import run_batch
-from paravt.learners.run_setup import env_config, resolve_data, resolve_model_path, resolve_perception_data, write_validation
+from paravt.learners.run_setup import (
+    env_config,
+    resolve_data,
+    resolve_model_path,
+    resolve_perception_data,
+    write_validation,
+)
 from paravt.learners.selection import Selection, selects
 from paravt.learners.step_clock import StepClock
 from paravt.learners.trajectory import Trajectory, loss_positions
 from paravt.policies.card import CARD_NAME
 from paravt.policies.hf import HFPolicy
-from paravt.policies.shared_prefix import prompt_groups, shared_prefix_logprobs
+from paravt.policies.shared_prefix import prompt_groups, shared_prefix_logprobs, shares_prefix
 from paravt.policies.vision_cache import VisionCache
 from paravt_env import VideoToolEnv, storage
 from paravt_env.config import flatten_dotted
@@ -261,7 +267,8 @@ class Trainer:
         step, cap = max(1, cfg.optim.micro_batch), cfg.optim.micro_batch_tokens
 
         # The loss reads generated positions only: the others' logits are never computed (sub-agent turns
-        # included); a group's rollouts share their prompt, which each pass computes once (``shared_prefix``).
+        # included); a group's rollouts share their prompt, which each pass computes once (``shared_prefix``; not for a
+        # gradient-checkpointed model in training, which keeps no cache).
         trained = [x for g in groups for tr in g for x in (tr, *tr.subagent_trajectories)]
         masks = {id(tr.encoded): tr.loss_mask for tr in trained}
         reference_vision = VisionCache(self._reference())  # the frozen tower's features, shared by the step's passes
@@ -272,7 +279,9 @@ class Trainer:
             for rows, prefix in prompt_groups(self.policy, encoded, [masks[id(e)] for e in encoded], max_rows=step, max_tokens=cap):
                 seqs = [encoded[i] for i in rows]
                 picks = [loss_positions(masks[id(e)]) for e in seqs]
-                lps = (shared_prefix_logprobs(self.policy, seqs, prefix, picks, model=model, vision=vision) if prefix else
+                # a gradient-checkpointed model in training keeps no cache: its rows are scored whole
+                shared = prefix and shares_prefix(self.policy.model if model is None else model)
+                lps = (shared_prefix_logprobs(self.policy, seqs, prefix, picks, model=model, vision=vision) if shared else
                        self.policy.batch_logprobs(seqs, model=model, micro_batch=step, max_tokens=cap, scored=picks, vision=vision))  # fmt: skip
                 for i, lp in zip(rows, lps, strict=True):
                     out[i] = lp

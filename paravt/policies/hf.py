@@ -131,16 +131,41 @@ class HFPolicy:
         self.video_pad_id = video_pad if isinstance(video_pad, int) and video_pad != tokenizer.unk_token_id else None
         self._lock = threading.Lock()  # one generate() at a time: concurrent episodes share the weights
         # A sampled image/video pad would claim pixels that do not exist and break the next forward pass.
-        self.suppress_ids = [i for i in (tokenizer.convert_tokens_to_ids(t) for t in (IMAGE_PAD, "<|video_pad|>"))
-                             if isinstance(i, int) and i >= 0 and i != tokenizer.unk_token_id]  # fmt: skip
+        pads = [i for i in (tokenizer.convert_tokens_to_ids(t) for t in (IMAGE_PAD, "<|video_pad|>"))
+                if isinstance(i, int) and i >= 0 and i != tokenizer.unk_token_id]  # fmt: skip
         # Ids past the tokenizer decode to nothing: released checkpoints pad the embedding beyond it (Qwen3-VL: 267
         # ids), which a trained model never samples and a random-weight model of a published size samples almost
         # always (``tiny_model.published_config``): never sampled either.
         vocab = getattr(model.config.get_text_config(), "vocab_size", None) or 0
-        self.suppress_ids += list(range(len(tokenizer), vocab))
+        self.suppress_ids = [*pads, *range(len(tokenizer), vocab)]
         self.cached = CachedGenerator(self)
         self._processed = ProcessedFrames(image_processor)
         self.gather = TurnGather(self._run_turns)
+
+    @property
+    def suppress_ids(self) -> tuple[int, ...]:
+        """Ids never sampled and scored 0 (image and video pads, ids past the tokenizer); assign a new sequence to
+        change them (a tuple: changed in place, the masks below would go stale)."""
+        return self._suppress_ids
+
+    @suppress_ids.setter
+    def suppress_ids(self, ids: Sequence[int]) -> None:
+        self._suppress_ids = tuple(int(i) for i in ids)
+        self._suppress_masks: dict[tuple[int, str], torch.Tensor] = {}
+
+    def suppress_mask(self, vocab: int, device: torch.device | str) -> torch.Tensor | None:
+        """``suppress_ids`` as a (vocab,) bool mask on ``device`` (None when there are none), built once: indexing
+        with the ids themselves turns the list into a tensor at every sampled token, 30 ms at a published size's
+        ~150k padding ids, most of a decode step on the first GPU run (docs/gpu.md)."""
+        if not self._suppress_ids:
+            return None
+        key = (vocab, str(device))
+        mask = self._suppress_masks.get(key)
+        if mask is None:
+            mask = torch.zeros(vocab, dtype=torch.bool)
+            mask[[i for i in self._suppress_ids if i < vocab]] = True
+            mask = self._suppress_masks[key] = mask.to(device)
+        return mask
 
     @classmethod
     def from_pretrained(
@@ -315,7 +340,7 @@ class HFPolicy:
             top_k=None,
             eos_token_id=self.eos_ids,
             pad_token_id=self.pad_id,
-            suppress_tokens=self.suppress_ids or None,
+            suppress_tokens=list(self.suppress_ids) or None,
             logits_processor=LogitsProcessorList([recorder]),
             return_dict_in_generate=True,
         )
@@ -405,7 +430,8 @@ class HFPolicy:
                 continue
             index = torch.tensor(keep, dtype=torch.long, device=ids.device)
             logits = model(**inputs, logits_to_keep=index).logits
-            lp = target_logprobs(logits, ids[:, index + 1], temperature=temperature, suppress_ids=self.suppress_ids)
+            lp = target_logprobs(logits, ids[:, index + 1], temperature=temperature,
+                                 suppress_ids=self.suppress_mask(logits.shape[-1], logits.device))
             for row, i in enumerate(bucket):
                 inside = index < lengths[i] - 1
                 out[i] = torch.zeros(lengths[i] - 1, dtype=lp.dtype, device=lp.device).index_copy(
@@ -418,7 +444,8 @@ class HFPolicy:
         trained on). Scored on the whole logits with a dummy last target, then cut: slicing off the last position
         first would copy the logits (``paravt.policies.logprobs`` keeps no vocabulary-wide fp32 copy either)."""
         targets = torch.cat([ids[..., 1:], ids[..., :1]], dim=-1)  # the last column is a placeholder
-        return target_logprobs(logits, targets, temperature=temperature, suppress_ids=self.suppress_ids)[..., :-1]
+        banned = self.suppress_mask(logits.shape[-1], logits.device)
+        return target_logprobs(logits, targets, temperature=temperature, suppress_ids=banned)[..., :-1]
 
     def generate(self, conversations: Sequence[Conversation], *, max_new_tokens: int | None = None,
                  think_prefix: bool | None = None, sessions: Sequence[Any] | None = None) -> list[Generation]:  # fmt: skip

@@ -126,10 +126,11 @@ class CachedGenerator:
         self.max_sessions = int(max_sessions)
         self.sessions: OrderedDict[Hashable, Session] = OrderedDict()
         self.stats = {"prefill_tokens": 0, "reused_tokens": 0, "shared_tokens": 0, "generated_tokens": 0,
-                      "prefill_s": 0.0, "decode_s": 0.0}  # fmt: skip
+                      "prefill_s": 0.0, "decode_s": 0.0, "decode_steps": 0, "decoded_tokens": 0}  # fmt: skip
         """Running totals (what a benchmark reads): tokens prefilled, cached tokens a turn did not prefill again,
         tokens of a prompt that another row of the same call had just prefilled, tokens generated, and the seconds
-        spent prefilling and decoding."""
+        spent prefilling and decoding; ``decode_steps`` and ``decoded_tokens`` count as they go (a watcher reads a
+        decode in progress: ``benchmarks.gpu.gpu_step``), the others when a call ends."""
         self.vision = VisionCache(policy.model)
 
     # --- sessions -------------------------------------------------------------------------------------------
@@ -273,6 +274,8 @@ class CachedGenerator:
         step = 0
         while True:
             tokens, logprobs = self._pick(logits, temperature, top_p)
+            self.stats["decode_steps"] += 1
+            self.stats["decoded_tokens"] += len(live)
             keep = []
             for b, i in enumerate(live):
                 row, token = rows[i], int(tokens[b])
@@ -319,8 +322,9 @@ class CachedGenerator:
         """``generate``'s choice: suppressed ids masked, then temperature and top-p (when sampling), then a
         multinomial draw or the argmax; and the chosen token's log-prob under that distribution."""
         scores = logits.clone()
-        if self.policy.suppress_ids:
-            scores[:, self.policy.suppress_ids] = float("-inf")
+        banned = self.policy.suppress_mask(scores.shape[-1], scores.device)
+        if banned is not None:
+            scores.masked_fill_(banned, float("-inf"))
         if temperature > 0:
             if temperature != 1.0:
                 scores = scores / temperature

@@ -71,16 +71,22 @@ class _ChunkedTargetLogprobs(torch.autograd.Function):
 
 
 def target_logprobs(logits: torch.Tensor, targets: torch.Tensor, *, temperature: float | None = None,
-                    suppress_ids: Sequence[int] = (), chunk_elements: int = CHUNK_ELEMENTS) -> torch.Tensor:  # fmt: skip
+                    suppress_ids: Sequence[int] | torch.Tensor | None = (),
+                    chunk_elements: int = CHUNK_ELEMENTS) -> torch.Tensor:  # fmt: skip
     """``log_softmax(logits / temperature)`` at ``targets``, in fp32, for logits (..., V) and targets (...).
 
-    ``suppress_ids`` are masked out of the distribution as sampling masks them, and a target that is one of them
-    scores 0 (image pads: prompt, never trained on). Computed ``chunk_elements // V`` positions at a time, in the
-    backward pass too (the softmax is recomputed there rather than kept)."""
+    ``suppress_ids`` (ids, or a (V,) bool mask: ``HFPolicy.suppress_mask``, built once) are masked out of the
+    distribution as sampling masks them, and a target that is one of them scores 0 (image pads: prompt, never
+    trained on). Computed ``chunk_elements // V`` positions at a time, in the backward pass too (the softmax is
+    recomputed there rather than kept)."""
     vocab = logits.shape[-1]
     flat, flat_targets = logits.reshape(-1, vocab), targets.reshape(-1).to(logits.device)
     banned = None
-    if suppress_ids:
+    if isinstance(suppress_ids, torch.Tensor):
+        if suppress_ids.shape != (vocab,) or suppress_ids.dtype != torch.bool:
+            raise ValueError(f"a suppress mask is ({vocab},) bool; got {tuple(suppress_ids.shape)} {suppress_ids.dtype}")
+        banned = suppress_ids.to(logits.device)
+    elif suppress_ids:
         banned = torch.zeros(vocab, dtype=torch.bool, device=logits.device)
         banned[list(suppress_ids)] = True
     lp = _ChunkedTargetLogprobs.apply(flat, flat_targets, banned, float(temperature or 0.0), max(1, chunk_elements // vocab))

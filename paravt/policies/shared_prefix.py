@@ -25,6 +25,15 @@ if TYPE_CHECKING:
     from paravt.policies.hf import HFPolicy
 
 
+def shares_prefix(model: Any) -> bool:
+    """Whether ``model`` can score through a shared prompt's keys and values: not while it trains with gradient
+    checkpointing, where transformers drops the cache in every decoder layer (the prompt's keys and values are
+    never kept, and a continuation would attend to itself alone). The first GPU run's update broke so."""
+    # transformers 5.23 renames the flag (is_activation_checkpointing); older releases know the first name only
+    flag = "is_activation_checkpointing" if hasattr(type(model), "is_activation_checkpointing") else "is_gradient_checkpointing"
+    return not (model.training and getattr(model, flag, False))
+
+
 def prompt_length(loss_mask: Sequence[int]) -> int:
     """Where a trajectory's first generated token is (its prompt's length); its length if nothing was generated."""
     return next((t for t, m in enumerate(loss_mask) if m), len(loss_mask))
@@ -64,6 +73,9 @@ def shared_prefix_logprobs(
     """``HFPolicy.batch_logprobs(encodeds, scored=scored)`` for sequences whose first ``prefix`` tokens (and the
     images among them) are the same: element i has length len(i) - 1, the scored positions filled, 0 elsewhere."""
     model = policy.model if model is None else model
+    if not shares_prefix(model):
+        raise ValueError("shared_prefix_logprobs needs the model's cache, which transformers drops while a gradient-"
+                         "checkpointed model trains: score such a model with HFPolicy.batch_logprobs")  # fmt: skip
     temperature = policy.temperature if temperature is None else temperature
     head = encodeds[0]
     if not 0 < prefix < min(len(e.input_ids) for e in encodeds):
@@ -79,6 +91,7 @@ def shared_prefix_logprobs(
                 use_cache=True, logits_to_keep=torch.tensor([prefix - 1], device=device),
                 **_image_inputs(policy, model, head, 0, n_pre, vision))  # fmt: skip
     first_logits = out.logits[0]  # (1, V): predicts token ``prefix``
+    banned = policy.suppress_mask(first_logits.shape[-1], first_logits.device)
     kept = [(layer.keys, layer.values) for layer in layers]
     offset = int(positions.max()) + 1
     results = []
@@ -89,7 +102,7 @@ def shared_prefix_logprobs(
         targets = torch.tensor(e.input_ids, dtype=torch.long, device=device)
         if prefix in picks:
             first = target_logprobs(first_logits, targets[prefix : prefix + 1], temperature=temperature,
-                                    suppress_ids=policy.suppress_ids)  # fmt: skip
+                                    suppress_ids=banned)  # fmt: skip
             lp = lp.index_copy(0, torch.tensor([prefix - 1], device=device), first)
         keep = [t - 1 - prefix for t in picks if t > prefix]
         if keep:
@@ -104,7 +117,7 @@ def shared_prefix_logprobs(
                            use_cache=True, logits_to_keep=index,
                            **_image_inputs(policy, model, e, n_pre, e.n_images, vision)).logits[0]  # fmt: skip
             part = target_logprobs(logits, targets[index + prefix + 1], temperature=temperature,
-                                   suppress_ids=policy.suppress_ids)  # fmt: skip
+                                   suppress_ids=banned)  # fmt: skip
             lp = lp.index_copy(0, index + prefix, part)
         results.append(lp)
     return results

@@ -112,6 +112,7 @@ def test_quick_is_the_recipe_at_tiny_size_and_the_users_overrides_win():
     cfg, overrides = step_config(argparse.ArgumentParser(), args)
     assert cfg.model.size == "tiny" and cfg.data.synth_n == 2 and cfg.rollout.group_size == 4 and cfg.model.device == "cpu"
     assert overrides[-2:] == args.overrides
+    assert cfg.model.gradient_checkpointing  # the GPU's path: checkpointing broke the first GPU update, not the CPU's
 
 
 def test_stack_dumps_say_where_a_run_is_while_it_runs(capfd):
@@ -131,3 +132,25 @@ def test_stack_dumps_say_where_a_run_is_while_it_runs(capfd):
     with stack_dumps(None):
         somewhere_slow()
     assert capfd.readouterr().err == ""
+
+
+def test_the_decode_watch_says_how_far_a_rollout_has_come(capsys):
+    """A rollout cut off by a lease's limit must still say its pace: steps, tokens and the rate, while it runs."""
+    import time
+    from types import SimpleNamespace
+
+    from benchmarks.gpu.gpu_step import decode_watch
+
+    stats = {"decode_steps": 0, "decoded_tokens": 0}
+    policy = SimpleNamespace(cached=SimpleNamespace(stats=stats))
+    with decode_watch(policy, 0.1):
+        for _ in range(8):
+            stats["decode_steps"] += 10
+            stats["decoded_tokens"] += 80
+            time.sleep(0.05)
+        time.sleep(0.25)  # idle: nothing new is said
+    lines = [x for x in capsys.readouterr().out.splitlines() if "decoding:" in x]
+    assert lines and "80 steps, 640 tokens so far" in lines[-1] and "ms a step" in lines[-1]
+    with decode_watch(policy, None):
+        stats["decode_steps"] += 1
+    assert capsys.readouterr().out == ""

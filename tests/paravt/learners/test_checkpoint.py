@@ -113,3 +113,24 @@ def test_a_truncated_checkpoint_is_one_named_line_from_the_cli(tiny_qwen3, synth
     err = capsys.readouterr().err
     assert "Traceback" not in err
     assert f"{model}: cannot load the checkpoint: model.safetensors is cut short" in err, err
+
+
+def test_the_rng_states_hold_the_gpus_generators_where_there_are_gpus(monkeypatch, caplog):
+    """On a GPU, rollouts sample from the GPU's generator: a resume that restored the CPU's alone drew other rollouts
+    (the first GPU run's resume tests). The GPU calls are stood in here (this machine has none): the states must be
+    read where GPUs exist, given back to them, and refused with a warning where the machine has fewer."""
+    torch = pytest.importorskip("torch")
+    saved, restored = [torch.tensor([1, 2], dtype=torch.uint8)], []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: saved)
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", restored.append)
+    states = checkpoint.rng_states()
+    assert states["cuda_rng"] is saved
+    checkpoint.set_rng_states(states)
+    assert restored == [saved]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert "cuda_rng" not in checkpoint.rng_states()
+    with caplog.at_level("WARNING"):
+        checkpoint.set_rng_states(states)
+    assert restored == [saved] and "RNG states of 1 GPU(s)" in caplog.text

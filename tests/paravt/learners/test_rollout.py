@@ -70,7 +70,7 @@ def test_trajectory_masks_and_tokens(tiny_qwen3, synth_small):
     with torch.no_grad():
         lp = base.sequence_logprobs(tr.encoded)
     mask = torch.tensor(tr.loss_mask[1:], dtype=torch.bool)
-    assert np.allclose(lp[mask].numpy(), np.array(tr.logprobs[1:])[mask.numpy()], atol=1e-4)
+    assert np.allclose(lp.cpu()[mask].numpy(), np.array(tr.logprobs[1:])[mask.numpy()], atol=1e-4)
     assert tr.breakdown["format"] > 0 and tr.reward == pytest.approx(sum([tr.breakdown["accuracy"], tr.breakdown["format"], tr.breakdown["tool"]]))
 
 

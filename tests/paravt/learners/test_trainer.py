@@ -81,6 +81,20 @@ def test_vanilla_grpo_and_token_anchoring_steps(tmp_path, cache):
     assert cfg["algorithm"] == "grpo"
 
 
+def test_gradient_checkpointing_trains_the_same_step(tmp_path, cache):
+    """Every real-size recipe checkpoints; its update scores a group's rows whole (a checkpointed model in training
+    keeps no cache for the shared prompt: the first GPU step broke there) and takes the step the plain model takes."""
+    rows = {}
+    for on in ("true", "false"):
+        run = tmp_path / f"checkpointing_{on}"
+        assert main(["train", "--recipe", "tiny_cpu", "--steps", "1", "--out", str(run), "--no-progress", *FAST,
+                     "sft.steps=0", "perception.steps=0", f"model.gradient_checkpointing={on}"]) == 0  # fmt: skip
+        [rows[on]] = _rows(run)
+    assert rows["true"]["reward_mean"] == rows["false"]["reward_mean"]  # the same rollouts (sampled in eval)
+    for key in ("loss", "kl", "entropy"):
+        assert rows["true"][key] == pytest.approx(rows["false"][key], rel=1e-4, abs=1e-6), key
+
+
 def test_recipes_load_and_reject_unknown_keys():
     for name in ("tiny_cpu", "paragrpo_qwen3vl_8b", "vanilla_grpo_qwen3vl_8b"):
         cfg = load_recipe(name)

@@ -39,7 +39,7 @@ def test_behaviour_logprobs_match_a_teacher_forced_forward_pass(tiny_qwen3):
     full = prompt.with_ids(gen.token_ids)
     with torch.no_grad():
         lp = policy.sequence_logprobs(full)[len(prompt.input_ids) - 1 :]
-    assert np.allclose(lp.numpy(), np.array(gen.logprobs), atol=1e-4)
+    assert np.allclose(lp.cpu().numpy(), np.array(gen.logprobs), atol=1e-4)
 
 
 def test_never_samples_image_pads(tiny_qwen3):
@@ -146,3 +146,20 @@ def test_kept_pixels_follow_a_pixel_budget_set_after_the_policy_was_built(tiny_q
     pixels, second = policy.process_images([frame])
     expected, expected_grid = process_images(policy.image_processor, [frame], policy.pixel_kwargs)
     assert not torch.equal(first, second) and torch.equal(second, expected_grid) and torch.equal(pixels, expected)
+
+
+def test_the_suppress_mask_is_the_ids_and_follows_a_new_assignment(tiny_qwen3):
+    """Sampling and scoring read a mask built once (a list of ~150k ids indexed at every sampled token cost most of
+    a decode step at a published size); it must say exactly what ``suppress_ids`` says, also after they change."""
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=8)
+    vocab = policy.model.config.get_text_config().vocab_size
+    mask = policy.suppress_mask(vocab, "cpu")
+    assert mask.dtype == torch.bool and mask.nonzero().flatten().tolist() == sorted(policy.suppress_ids)
+    assert policy.suppress_mask(vocab, "cpu") is mask  # built once
+    free = next(i for i in range(vocab) if i not in set(policy.suppress_ids))
+    policy.suppress_ids = [*policy.suppress_ids, free]
+    assert policy.suppress_mask(vocab, "cpu")[free] and not mask[free]
+    with pytest.raises(AttributeError):
+        policy.suppress_ids.append(6)  # a tuple: an in-place change would leave the mask stale
+    policy.suppress_ids = []
+    assert policy.suppress_mask(vocab, "cpu") is None

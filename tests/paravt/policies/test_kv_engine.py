@@ -74,7 +74,7 @@ def test_sampled_logprobs_equal_a_fresh_forward_of_the_finished_episode(tiny_qwe
         fresh = policy.sequence_logprobs(builder.encoded)
     mask = torch.tensor(builder.loss_mask[1:]).bool()
     assert int(mask.sum()) >= 30
-    assert torch.allclose(fresh[mask], torch.tensor(builder.logprobs[1:])[mask], atol=1e-4)
+    assert torch.allclose(fresh.cpu()[mask], torch.tensor(builder.logprobs[1:])[mask], atol=1e-4)
 
 
 def test_one_sampled_row_draws_what_generate_draws_from_the_same_seed(tiny_qwen3):
@@ -99,6 +99,9 @@ def test_a_groups_identical_prompts_are_prefilled_once(tiny_qwen3):
     stats = policy.cached.stats
     assert stats["prefill_tokens"] == len(prompt.input_ids) and stats["shared_tokens"] == 3 * len(prompt.input_ids)
     assert len({tuple(g.token_ids) for g in gens}) > 1  # each row samples its own continuation from the shared cache
+    # the live counters (read while a decode runs: benchmarks.gpu.gpu_step) end where the totals do
+    assert stats["decoded_tokens"] == stats["generated_tokens"] == sum(len(g.token_ids) for g in gens)
+    assert stats["decode_steps"] == max(len(g.token_ids) for g in gens)
     for i, gen in enumerate(gens):  # and each keeps a cache of its own: the next turn extends it
         follow = prompt.with_ids(gen.token_ids + policy.end_of_turn()[1:] + [301, 302])
         [nxt] = policy.generate_encoded([follow], sessions=[("g", i)], temperature=0.0)

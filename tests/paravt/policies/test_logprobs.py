@@ -90,7 +90,7 @@ def test_generation_tokens_and_logprobs_equal_those_of_the_full_scores(tiny_qwen
     for i, gen in enumerate(gens):
         n = len(gen.token_ids)
         assert gen.token_ids == new[i, :n].tolist()
-        torch.testing.assert_close(torch.tensor(gen.logprobs), full[i, :n])
+        torch.testing.assert_close(torch.tensor(gen.logprobs), full[i, :n].cpu())
 
 
 def _user(text):

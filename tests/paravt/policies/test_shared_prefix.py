@@ -68,3 +68,19 @@ def test_a_prefix_that_differs_or_ends_inside_an_image_is_refused(tiny_qwen3):
     inside = prompt.input_ids.index(policy.image_pad_id) + 2
     with pytest.raises(ValueError, match="inside an image"):
         images_in(rows[0], inside, policy.image_pad_id, policy.merge_size)
+
+
+def test_a_gradient_checkpointed_model_in_training_is_refused_by_name(tiny_qwen3):
+    """transformers drops the cache in every layer of a checkpointed model that trains: the prompt's keys and values
+    would never be kept (the first GPU run's update broke on it), so the path says which one to use instead."""
+    from paravt.policies.shared_prefix import shares_prefix
+
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=8, temperature=0.7)
+    prompt, rows, masks = _group(policy)
+    scored = [[t for t, m in enumerate(mask) if m and t] for mask in masks]
+    (getattr(policy.model, "activation_checkpointing_enable", None) or policy.model.gradient_checkpointing_enable)()
+    assert shares_prefix(policy.model)  # in eval (rollouts, the frozen reference) the cache is kept
+    policy.model.train()
+    assert not shares_prefix(policy.model)
+    with pytest.raises(ValueError, match="batch_logprobs"):
+        shared_prefix_logprobs(policy, rows, prompt_length(masks[0]), scored)
