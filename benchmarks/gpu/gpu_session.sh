@@ -55,8 +55,10 @@ case "$phase" in
     main)
         python3 -m paravt train --recipe tiny_cpu --out "$runs/main" --no-progress model.device=cuda 2>&1 | tee "$out/main.log" ;;
     step2b)
+        # $ENGINES: the engines measured in turn (a random 2B's rollout at the release's settings takes minutes each);
         # $STEP2B_ARGS: recipe overrides (sft.steps=0: no cold-start stage, the RL step sooner)
-        python3 -m benchmarks.gpu.gpu_step --out "$runs/step2b" --stacks-every 60 --steps 1 --engine cached,generate ${STEP2B_ARGS:-} 2>&1 \
+        python3 -m benchmarks.gpu.gpu_step --out "$runs/step2b" --stacks-every "${STACKS_EVERY:-60}" --steps 1 \
+            --engine "${ENGINES:-cached,generate}" ${STEP2B_ARGS:-} 2>&1 \
             | tee "$out/step2b.log" || true
         cp "$runs/step2b/gpu_step.json" "$out/step2b.json" || true ;;
     step8b)
