@@ -7,8 +7,8 @@ indexed at every sampled token), side by side in one run, at 1 torch thread:
         --benchmark-json=runs/bench_sampling.json
     python -m benchmarks.perf.report runs/bench_sampling.json
 
-The first GPU run's 2B step (docs/gpu.md) decoded at ~40 ms a token with the GPU 5-10 % busy; this list alone cost
-30 ms a token on a 2-core CPU. The model here is the tiny one with its embedding widened to 151,936 ids, so the rows
+The 2B step's rollout on a GPU (docs/gpu.md, the second session) was host-bound, the GPU 0-13 % busy; this list
+alone cost 30 ms a token on a 2-core CPU. The model here is the tiny one with its embedding widened to 151,936 ids, so the rows
 measure the sampling's own cost beside a cheap forward pass; ``extra_info`` holds generated tokens/s.
 """
 

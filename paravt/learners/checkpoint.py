@@ -122,7 +122,7 @@ def save(out: Path, state: dict[str, Any], write_files: Callable[[Path], None]) 
 def rng_states() -> dict[str, Any]:
     """torch's (CPU and, where there is one, every GPU's), numpy's and Python's global RNG states (what a checkpoint
     restores). Rollouts on a GPU sample from its generator: without it, a resumed run's rollouts were other draws
-    than the uninterrupted run's (the first GPU run's resume tests)."""
+    than the uninterrupted run's (the resume tests on a GPU, docs/gpu.md)."""
     states = {"torch_rng": torch.get_rng_state(), "numpy_rng": np.random.get_state(), "python_rng": random.getstate()}
     if torch.cuda.is_available():
         states["cuda_rng"] = torch.cuda.get_rng_state_all()

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 def shares_prefix(model: Any) -> bool:
     """Whether ``model`` can score through a shared prompt's keys and values: not while it trains with gradient
     checkpointing, where transformers drops the cache in every decoder layer (the prompt's keys and values are
-    never kept, and a continuation would attend to itself alone). The first GPU run's update broke so."""
+    never kept, and a continuation would attend to itself alone). The 2B step's update on a GPU broke so."""
     # transformers 5.23 renames the flag (is_activation_checkpointing); older releases know the first name only
     flag = "is_activation_checkpointing" if hasattr(type(model), "is_activation_checkpointing") else "is_gradient_checkpointing"
     return not (model.training and getattr(model, flag, False))

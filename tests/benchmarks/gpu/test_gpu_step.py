@@ -112,7 +112,7 @@ def test_quick_is_the_recipe_at_tiny_size_and_the_users_overrides_win():
     cfg, overrides = step_config(argparse.ArgumentParser(), args)
     assert cfg.model.size == "tiny" and cfg.data.synth_n == 2 and cfg.rollout.group_size == 4 and cfg.model.device == "cpu"
     assert overrides[-2:] == args.overrides
-    assert cfg.model.gradient_checkpointing  # the GPU's path: checkpointing broke the first GPU update, not the CPU's
+    assert cfg.model.gradient_checkpointing  # the GPU's path: checkpointing broke the 2B update on a GPU, not the CPU's
 
 
 def test_stack_dumps_say_where_a_run_is_while_it_runs(capfd):

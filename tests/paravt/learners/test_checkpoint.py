@@ -117,7 +117,7 @@ def test_a_truncated_checkpoint_is_one_named_line_from_the_cli(tiny_qwen3, synth
 
 def test_the_rng_states_hold_the_gpus_generators_where_there_are_gpus(monkeypatch, caplog):
     """On a GPU, rollouts sample from the GPU's generator: a resume that restored the CPU's alone drew other rollouts
-    (the first GPU run's resume tests). The GPU calls are stood in here (this machine has none): the states must be
+    (the resume tests on a GPU). The GPU calls are stood in here (this machine has none): the states must be
     read where GPUs exist, given back to them, and refused with a warning where the machine has fewer."""
     torch = pytest.importorskip("torch")
     saved, restored = [torch.tensor([1, 2], dtype=torch.uint8)], []

@@ -83,7 +83,7 @@ def test_vanilla_grpo_and_token_anchoring_steps(tmp_path, cache):
 
 def test_gradient_checkpointing_trains_the_same_step(tmp_path, cache):
     """Every real-size recipe checkpoints; its update scores a group's rows whole (a checkpointed model in training
-    keeps no cache for the shared prompt: the first GPU step broke there) and takes the step the plain model takes."""
+    keeps no cache for the shared prompt: the 2B step on a GPU broke there) and takes the step the plain model takes."""
     rows = {}
     for on in ("true", "false"):
         run = tmp_path / f"checkpointing_{on}"

@@ -72,7 +72,7 @@ def test_a_prefix_that_differs_or_ends_inside_an_image_is_refused(tiny_qwen3):
 
 def test_a_gradient_checkpointed_model_in_training_is_refused_by_name(tiny_qwen3):
     """transformers drops the cache in every layer of a checkpointed model that trains: the prompt's keys and values
-    would never be kept (the first GPU run's update broke on it), so the path says which one to use instead."""
+    would never be kept (the 2B step's update on a GPU broke on it), so the path says which one to use instead."""
     from paravt.policies.shared_prefix import shares_prefix
 
     policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=8, temperature=0.7)
