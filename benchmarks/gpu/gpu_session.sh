@@ -17,7 +17,7 @@
 #   install  nothing but the carried wheels: run it first when phases then run side by side (WORKERS=N: test workers)
 set -euo pipefail
 cd "$(dirname "$0")/../.."  # the repository root
-[ $# -gt 0 ] || { echo "usage: bash benchmarks/gpu/gpu_session.sh wheels | PHASE... (tests main step2b step8b episode memory video)" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: bash benchmarks/gpu/gpu_session.sh wheels | PHASE... (tests main step2b step8b episode memory video install)" >&2; exit 2; }
 out=${OUT:-runs/gpu}
 # run directories (checkpoints, videos) outside $OUT: the device tool brings back 8 files from it at most
 runs=${GPU_RUNS:-/tmp/paravt_gpu_runs}
