@@ -20,8 +20,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from transformers import TopPLogitsWarper  # noqa: E402
-
 from benchmarks.perf.model_setup import one_thread  # noqa: E402
 from paravt.policies.hf import HFPolicy  # noqa: E402
 from paravt.policies.kv_engine import CachedGenerator  # noqa: E402
@@ -55,22 +53,14 @@ def policy(tmp_path_factory) -> HFPolicy:
 
 
 class ListIndexed(CachedGenerator):
-    """The engine's token choice before the mask, line for line: the suppressed ids indexed as a list."""
+    """The engine's token choice before the mask: the suppressed ids indexed as a list (the rest of ``_pick`` is the
+    engine's own)."""
 
-    def _pick(self, logits, temperature, top_p):  # noqa: ANN001, ANN202
+    def _suppressed(self, logits):  # noqa: ANN001, ANN202
         scores = logits.clone()
         if self.policy.suppress_ids:
             scores[:, list(self.policy.suppress_ids)] = float("-inf")
-        if temperature > 0:
-            if temperature != 1.0:
-                scores = scores / temperature
-            if top_p < 1.0:
-                scores = TopPLogitsWarper(top_p=top_p)(None, scores)
-            tokens = torch.multinomial(torch.softmax(scores, dim=-1), num_samples=1).squeeze(1)
-        else:
-            tokens = scores.argmax(dim=-1)
-        logprobs = torch.log_softmax(scores, dim=-1).gather(-1, tokens[:, None]).squeeze(1)
-        return tokens.cpu(), logprobs.cpu()
+        return scores
 
 
 @pytest.mark.parametrize("path", ["reference", "mask"])

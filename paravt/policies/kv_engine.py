@@ -321,10 +321,7 @@ class CachedGenerator:
     def _pick(self, logits: torch.Tensor, temperature: float, top_p: float) -> tuple[torch.Tensor, torch.Tensor]:
         """``generate``'s choice: suppressed ids masked, then temperature and top-p (when sampling), then a
         multinomial draw or the argmax; and the chosen token's log-prob under that distribution."""
-        scores = logits.clone()
-        banned = self.policy.suppress_mask(scores.shape[-1], scores.device)
-        if banned is not None:
-            scores.masked_fill_(banned, float("-inf"))
+        scores = self._suppressed(logits)
         if temperature > 0:
             if temperature != 1.0:
                 scores = scores / temperature
@@ -335,3 +332,11 @@ class CachedGenerator:
             tokens = scores.argmax(dim=-1)
         logprobs = torch.log_softmax(scores, dim=-1).gather(-1, tokens[:, None]).squeeze(1)
         return tokens.cpu(), logprobs.cpu()
+
+    def _suppressed(self, logits: torch.Tensor) -> torch.Tensor:
+        """A copy of ``logits`` with the policy's suppressed ids at -inf (its mask, built once per vocabulary)."""
+        scores = logits.clone()
+        banned = self.policy.suppress_mask(scores.shape[-1], scores.device)
+        if banned is not None:
+            scores.masked_fill_(banned, float("-inf"))
+        return scores
