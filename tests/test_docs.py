@@ -250,6 +250,22 @@ def test_the_spread_over_cold_starts_is_what_the_committed_reports_give():
     assert "| 1 | passed |" in to_markdown(result)
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in (DOCS / "repro").glob("repro_cpu_prior*")))
+def test_the_comparisons_verdicts_recompute_from_its_committed_runs(tmp_path, name):
+    """Issue 62's comparison and its cold starts: ``paravt repro --report-only`` on a copy of the committed directory
+    (slim runs, gates, evaluations) writes the committed report.json again, goals and verdicts included."""
+    from paravt.cli import main
+
+    out = tmp_path / name
+    shutil.copytree(DOCS / "repro" / name, out)
+    committed = json.loads((out / "report.json").read_text())
+    (out / "report.json").unlink()
+    assert main(["repro", "--out", str(out), "--report-only", "--no-progress"]) == 0
+    recomputed = json.loads((out / "report.json").read_text())
+    assert recomputed["goals"] == committed["goals"]
+    assert recomputed == committed
+
+
 def test_the_main_jobs_figures_recompute_from_its_committed_runs():
     """docs/results/tiny_cpu/main_job.json (the README's table) is what the committed slim runs give
     (docs/results/tiny_cpu/main_job_runs/seedS: samples, evaluations, the selection's choice and metrics; no videos)."""
