@@ -151,7 +151,7 @@ def measure(out: Path, cfg, gate: GateConfig, progress: bool = False) -> dict[st
         _check("sees the overview", f"K={gate.overview_budget} overview-only accuracy - best constant answer",
                overview - constant, gate.min_overview_lift,
                f"overview, answer forced {overview:.3f} (calls suppressed {suppressed:.3f}), constant {constant:.3f}"),
-        *_habit_checks(out, cfg, gate),
+        *_habit_checks(out, cfg, gate, progress),
         *(_check(f"calls ({arm})", "κ of the step-1 rollouts", step[arm]["kappa"], gate.min_kappa,
                  f"format compliance {step[arm]['compliance']:.3f}; seeds {', '.join(map(str, seeds))}: κ "
                  + ", ".join(f"{r['kappa']:.2f}" for r in step[arm]["per_seed"])) for arm in gate.arms),
@@ -172,7 +172,7 @@ def measure(out: Path, cfg, gate: GateConfig, progress: bool = False) -> dict[st
     }
 
 
-def _habit_checks(out: Path, cfg, gate: GateConfig) -> list[dict[str, Any]]:
+def _habit_checks(out: Path, cfg, gate: GateConfig, progress: bool = False) -> list[dict[str, Any]]:
     """The tool-prior check (none where ``gate.min_crop_habit`` is None): the cold start's greedy evaluation at the
     gate's K (the report's own, reused), its share of episodes that crop, split by whether the overview showed the
     asked event."""
@@ -183,7 +183,8 @@ def _habit_checks(out: Path, cfg, gate: GateConfig) -> list[dict[str, Any]]:
 
     k = gate.overview_budget
     target = eval_dir(Path(out) / "coldstart", "parallel", k)
-    evaluate_policy(coldstart_model(out), Path(out) / "coldstart" / "heldout", target, cfg, frame_budget=k)
+    evaluate_policy(coldstart_model(out), Path(out) / "coldstart" / "heldout", target, cfg, frame_budget=k,
+                    progress=progress)  # fmt: skip
     summary = read_json(target / "summary.json")
     split = summary.get("by_overview", {})
     detail = ", ".join(f"overview {name} the event: {part['tool_usage_rate']:.3f} of {part['n']}"

@@ -105,6 +105,10 @@ def test_the_habit_check_reads_the_cold_starts_greedy_evaluation_at_the_gates_k(
     monkeypatch.setattr(evaluations, "evaluate_policy", evaluated)
     assert gate_module._habit_checks(tmp_path, ReproConfig(), GateConfig()) == []  # not asked for: not measured
     (check,) = gate_module._habit_checks(tmp_path, ReproConfig(), GateConfig(min_crop_habit=0.5))
-    assert asked == [("eval_parallel_k64", {"frame_budget": 64})]  # the report's own K = 64 evaluation
+    # the report's own K = 64 evaluation, with no bar unless the caller shows progress (``paravt repro --no-progress``
+    # printed this evaluation's bar into its log)
+    assert asked == [("eval_parallel_k64", {"frame_budget": 64, "progress": False})]
+    gate_module._habit_checks(tmp_path, ReproConfig(), GateConfig(min_crop_habit=0.5), progress=True)
+    assert asked[-1] == ("eval_parallel_k64", {"frame_budget": 64, "progress": True})
     assert (check["name"], check["value"], check["threshold"], check["passed"]) == ("calls by habit", rate, 0.5, passed)
     assert "overview showed the event: 0.400 of 30" in check["detail"] and "missed the event: 1.000 of 10" in check["detail"]
