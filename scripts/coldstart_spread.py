@@ -28,7 +28,7 @@ from paravt.experiments.repro.goals import retention  # noqa: E402 - after the p
 REPRO = ROOT / "docs/repro"
 DIRS = {0: REPRO / "repro_cpu_prior_seed0", 1: REPRO / "repro_cpu_prior", 2: REPRO / "repro_cpu_prior_seed2"}
 """The cold starts, by pipeline seed: seed 1's carries the comparison (it passed the probe gate); seed 0's failed the
-habit check (its arms trained with ``--no-gate``); seed 2's was built for the spread."""
+habit check, seed 2's the crop check (both arms' runs trained with ``--no-gate``, read knowing which failed)."""
 COMPARISON = 1
 """The pipeline seed whose cold start carries the comparison: its RL seeds 0-2 give the spread over RL seeds."""
 ARMS = ("vanilla_grpo_neutral", "gating_only_neutral")
@@ -87,6 +87,7 @@ def cold_start(directory: Path) -> dict[str, Any]:
     return {
         "dir": directory.relative_to(ROOT).as_posix(),
         "gate_passed": gate["passed"],
+        "failed_checks": [c["name"] for c in gate["checks"] if not c["passed"]],
         "habit": habit["value"],
         "coldstart": {k: (base.get(k) or {}).get("accuracy") for k in ("16", "64")},
         "coldstart_miss_crop": {k: _miss_rate(base.get(k)) for k in ("16", "64")},
@@ -129,7 +130,8 @@ def to_markdown(result: dict[str, Any]) -> str:
     for seed, s in starts.items():
         for arm in result["arms"]:
             f = s["arms"][arm] or {}
-            lines.append(f"| {seed} | {'passed' if s['gate_passed'] else 'failed'} | {s['habit']:.3f} | "
+            gate = "passed" if s["gate_passed"] else "failed: " + ", ".join(s["failed_checks"])
+            lines.append(f"| {seed} | {gate} | {s['habit']:.3f} | "
                          f"{_cell(s['coldstart']['16'])} / {_cell(s['coldstart']['64'])} | {arm} | "
                          + " | ".join(_cell(f.get(m)) for m in MEASURES) + " |")  # fmt: skip
     lines += ["", "| arm | measure | range over cold starts (n) | range over RL seeds 0-2 of seed "
