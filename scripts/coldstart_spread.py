@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: the package beside it
     sys.path.insert(0, str(ROOT))
 
-from paravt.experiments.repro.goals import retention  # noqa: E402 - after the path fix above
+from paravt.experiments.repro.goals import held_out, last_quarter, miss_crop_rate, retention  # noqa: E402 - after the path fix above
 
 REPRO = ROOT / "docs/repro"
 DIRS = {0: REPRO / "repro_cpu_prior_seed0", 1: REPRO / "repro_cpu_prior", 2: REPRO / "repro_cpu_prior_seed2"}
@@ -45,28 +45,19 @@ MEASURES = {
 }
 
 
-def _held_out(arm: dict[str, Any], k: str, seed: str) -> dict[str, Any] | None:
-    return arm.get("eval", {}).get("parallel", {}).get(k, {}).get(seed)
-
-
-def _miss_rate(summary: dict[str, Any] | None) -> float | None:
-    missed = (summary or {}).get("by_overview", {}).get("missed") or {}
-    return missed.get("tool_usage_rate") if missed.get("n") else None
-
-
 def arm_figures(arm: dict[str, Any], seed: str) -> dict[str, float | None] | None:
-    """One arm run's six measures, read from its repro's ``report.json`` entry; None when that seed did not finish."""
+    """One arm run's six measures, read from its repro's ``report.json`` entry with the goals' own readers; None when
+    that seed did not finish."""
     if seed not in {str(s) for s in arm.get("seeds", [])}:
         return None
-    per = arm.get("per_seed", {}).get(seed, {})
-    k16, k64 = _held_out(arm, "16", seed), _held_out(arm, "64", seed)
+    accuracy = lambda summary: summary.get("accuracy")  # noqa: E731
     return {
         "retention": retention(arm).get(seed),
-        "compliance_last": (per.get("format_compliance") or {}).get("last"),
-        "accuracy_16": None if k16 is None else k16["accuracy"],
-        "accuracy_64": None if k64 is None else k64["accuracy"],
-        "miss_crop_16": _miss_rate(k16),
-        "miss_crop_64": _miss_rate(k64),
+        "compliance_last": last_quarter(arm, "format_compliance").get(seed),
+        "accuracy_16": held_out(arm, "16", accuracy).get(seed),
+        "accuracy_64": held_out(arm, "64", accuracy).get(seed),
+        "miss_crop_16": held_out(arm, "16", miss_crop_rate).get(seed),
+        "miss_crop_64": held_out(arm, "64", miss_crop_rate).get(seed),
     }
 
 
@@ -78,10 +69,10 @@ def _spread(values: list[float | None]) -> dict[str, Any]:
             "sd": statistics.stdev(vals) if len(vals) > 1 else None}  # fmt: skip
 
 
-def cold_start(directory: Path) -> dict[str, Any]:
-    """The cold start's gate and held-out figures, and each of ``ARMS``' RL seed ``RL_SEED`` figures."""
+def cold_start(directory: Path, report: dict[str, Any]) -> dict[str, Any]:
+    """The cold start's gate and held-out figures, and each of ``ARMS``' RL seed ``RL_SEED`` figures (``report``: the
+    directory's ``report.json``)."""
     gate = json.loads((directory / "coldstart/gate.json").read_text())
-    report = json.loads((directory / "report.json").read_text())
     habit = next(c for c in gate["checks"] if c["name"] == "calls by habit")
     base = report.get("coldstart", {})
     return {
@@ -90,22 +81,23 @@ def cold_start(directory: Path) -> dict[str, Any]:
         "failed_checks": [c["name"] for c in gate["checks"] if not c["passed"]],
         "habit": habit["value"],
         "coldstart": {k: (base.get(k) or {}).get("accuracy") for k in ("16", "64")},
-        "coldstart_miss_crop": {k: _miss_rate(base.get(k)) for k in ("16", "64")},
+        "coldstart_miss_crop": {k: miss_crop_rate(base[k]) if base.get(k) else None for k in ("16", "64")},
         "arms": {a: arm_figures(report["arms"].get(a, {}), RL_SEED) for a in ARMS},
     }
 
 
 def judge(dirs: dict[int, Path] = DIRS) -> dict[str, Any]:
-    starts, missing = {}, []
+    starts, reports, missing = {}, {}, []
     for seed, directory in dirs.items():
         if not (directory / "report.json").is_file() or not (directory / "coldstart/gate.json").is_file():
             missing.append(f"pipeline seed {seed}: no report.json or gate.json in {directory.relative_to(ROOT)}")
             continue
-        starts[str(seed)] = cold_start(directory)
+        reports[seed] = json.loads((directory / "report.json").read_text())
+        starts[str(seed)] = cold_start(directory, reports[seed])
         missing += [f"pipeline seed {seed}: {a} RL seed {RL_SEED} not finished" for a, f in starts[str(seed)]["arms"].items()
                     if f is None]  # fmt: skip
     spread: dict[str, Any] = {}
-    comparison = json.loads((dirs[COMPARISON] / "report.json").read_text())["arms"] if str(COMPARISON) in starts else {}
+    comparison = reports[COMPARISON]["arms"] if COMPARISON in reports else {}
     for arm in ARMS:
         rl_seeds = [arm_figures(comparison.get(arm, {}), str(s)) for s in comparison.get(arm, {}).get("seeds", [])]
         spread[arm] = {

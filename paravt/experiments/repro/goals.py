@@ -32,16 +32,19 @@ def retention(arm: dict[str, Any]) -> dict[int, float]:
     return out
 
 
-def _last(arm: dict[str, Any], key: str) -> dict[int, float]:
+def last_quarter(arm: dict[str, Any], key: str) -> dict[int, float]:
+    """Per seed: the mean of ``key`` over the last quarter of the RL steps."""
     return {s: p[key]["last"] for s, p in arm.get("per_seed", {}).items() if key in p}
 
 
-def _held_out(arm: dict[str, Any], k: str, read: Callable[[dict[str, Any]], float | None]) -> dict[int, float]:
+def held_out(arm: dict[str, Any], k: str, read: Callable[[dict[str, Any]], float | None]) -> dict[int, float]:
+    """Per seed: ``read`` of the arm's held-out summary at K = ``k`` (parallel dispatch); seeds it gives None left out."""
     rows = arm.get("eval", {}).get("parallel", {}).get(k, {})
     return {s: v for s, summary in rows.items() if (v := read(summary)) is not None}
 
 
-def _miss_crop_rate(summary: dict[str, Any]) -> float | None:
+def miss_crop_rate(summary: dict[str, Any]) -> float | None:
+    """The share of the episodes whose overview missed the event in which the policy cropped (None: none missed)."""
     missed = summary.get("by_overview", {}).get("missed")
     return None if not missed or not missed.get("n") else missed["tool_usage_rate"]
 
@@ -94,28 +97,28 @@ def judge(arms: dict[str, Any], coldstart: dict[str, Any]) -> dict[str, Any]:
         cells, ok = [], True
         for name in ("gating_only", "para_grpo"):
             for k in KS:
-                m, text = _interval(list(_held_out(arm(f"{name}{sfx}"), k, _miss_crop_rate).values()))
+                m, text = _interval(list(held_out(arm(f"{name}{sfx}"), k, miss_crop_rate).values()))
                 cells.append(f"{name} K={k}: {text}")
                 ok = None if ok is None or m["ci95"] is None else ok and m["mean"] >= 0.8
         tests.append(_test(3, reward, "gating only and PARA-GRPO crop on >= 0.8 of overview misses at K = 16 and 64", ok,
                            "; ".join(cells)))
         # Goal 4: EA keeps the format.
-        above, text = _paired(_last(arm(f"para_grpo{sfx}"), "format_compliance"),
-                              _last(arm(f"vanilla_grpo{sfx}"), "format_compliance"))
+        above, text = _paired(last_quarter(arm(f"para_grpo{sfx}"), "format_compliance"),
+                              last_quarter(arm(f"vanilla_grpo{sfx}"), "format_compliance"))
         tests.append(_test(4, reward, "PARA-GRPO's last-quarter format compliance minus vanilla GRPO's (paired) above 0",
                            above, text))
         # Goal 5: no arm below the cold start at K = 16.
         base = (coldstart.get("16") or {}).get("accuracy")
         cells, ok = [], True
         for name in ("vanilla_grpo", "ea_only", "gating_only", "para_grpo"):
-            m, text = _interval(list(_held_out(arm(f"{name}{sfx}"), "16", lambda s: s.get("accuracy")).values()))
+            m, text = _interval(list(held_out(arm(f"{name}{sfx}"), "16", lambda s: s.get("accuracy")).values()))
             cells.append(f"{name}: {text}")
             ok = None if ok is None or base is None or m["ci95"] is None else ok and m["mean"] + m["ci95"] >= base
         tests.append(_test(5, reward, "every arm's K = 16 held-out accuracy not below the cold start's (interval)", ok,
                            f"cold start {base if base is None else f'{base:.3f}'}; " + "; ".join(cells)))
         # Goal 6: the headline.
-        above, text = _paired(_held_out(arm(f"para_grpo{sfx}"), "64", lambda s: s.get("accuracy")),
-                              _held_out(arm(f"vanilla_grpo{sfx}"), "64", lambda s: s.get("accuracy")))
+        above, text = _paired(held_out(arm(f"para_grpo{sfx}"), "64", lambda s: s.get("accuracy")),
+                              held_out(arm(f"vanilla_grpo{sfx}"), "64", lambda s: s.get("accuracy")))
         tests.append(_test(6, reward, "PARA-GRPO's K = 64 held-out accuracy minus vanilla GRPO's (paired) above 0", above,
                            text))
     return {"tests": tests, "made": sum(t["passed"] is not None for t in tests), "count": len(tests),
