@@ -37,6 +37,11 @@ class EnvConfig:
     answer; parallel dispatch may use as few turns as it likes), and a call past the budget is refused with
     feedback that says so, in both modes alike. Only crops that run count (a call refused for its window does
     not). None: no total budget (``max_parallel`` a turn, ``max_turns`` turns)."""
+    turn_budget: int | None = None
+    """Most agent turns one episode may take, the last of which must answer, the same for both dispatch modes:
+    the setting under which turns, not crops, are scarce (what parallel calling is for: one turn of several
+    crops where sequential dispatch spends a turn a crop). It overrides ``max_turns`` and, beside a
+    ``crop_budget``, the ``crop_budget + 1`` turns that budget would give (``turn_limit``). None: no turn budget."""
     frame_budget: int = 64
     """Overview frames K when gating is off (ParaVT eval: 64)."""
     nframes_gating: bool = False
@@ -104,7 +109,10 @@ class EnvConfig:
 
     @property
     def turn_limit(self) -> int:
-        """The episode's most turns: ``max_turns``, or ``crop_budget + 1`` under a crop budget."""
+        """The episode's most turns: ``turn_budget`` where set, else ``crop_budget + 1`` under a crop budget, else
+        ``max_turns``."""
+        if self.turn_budget is not None:
+            return self.turn_budget
         return self.max_turns if self.crop_budget is None else self.crop_budget + 1
 
     def __post_init__(self) -> None:
@@ -123,8 +131,10 @@ class EnvConfig:
             value = getattr(self, name)
             if not _is_int(value) or value < 1:
                 raise ValueError(f"EnvConfig.{name} must be an integer >= 1, got {value!r}")
-        if self.crop_budget is not None and (not _is_int(self.crop_budget) or self.crop_budget < 1):
-            raise ValueError(f"EnvConfig.crop_budget must be None or an integer >= 1, got {self.crop_budget!r}")
+        for name in ("crop_budget", "turn_budget"):
+            value = getattr(self, name)
+            if value is not None and (not _is_int(value) or value < 1):
+                raise ValueError(f"EnvConfig.{name} must be None or an integer >= 1, got {value!r}")
         if not _is_int(self.seed):
             raise ValueError(f"EnvConfig.seed must be an integer, got {self.seed!r}")
         self.gating_choices = tuple(self.gating_choices) if isinstance(self.gating_choices, (list, tuple)) else self.gating_choices

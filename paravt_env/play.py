@@ -7,7 +7,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from .records import prompt_sha, turn_entry
+from .records import prompt_sha, turn_entry, visual_tokens
 
 
 class Agent(Protocol):
@@ -45,6 +45,8 @@ class EpisodeResult:
     """A hash of the system prompt shown (what two runs must share to be comparable)."""
     overview: list[float] = field(default_factory=list, repr=False)
     """Timestamps of the overview frames shown at reset."""
+    overview_visual_tokens: int = 0
+    """The visual tokens of those frames (``paravt_env.records.visual_tokens``)."""
     steps: list[dict[str, Any]] = field(default_factory=list, repr=False)
     """Per turn: ``text`` (the action), ``crops`` (the env's ``info["crops"]``), ``frames`` (timestamps of the
     frames the observation after it carried), ``parse_problems`` and ``timing`` (seconds)."""
@@ -60,6 +62,7 @@ def play_episode(
     t0 = time.perf_counter()
     obs, info = env.reset(seed=seed, options=options)
     overview = [round(float(t), 3) for t in obs["timestamps"]]
+    overview_tokens = visual_tokens(obs["frames"])
     base_info_duration = info.get("duration")
     system_sha = prompt_sha(info)
     steps: list[dict[str, Any]] = []
@@ -80,7 +83,8 @@ def play_episode(
         ids = getattr(last, "token_ids", None)
         tokens = len(ids) if ids else getattr(last, "completion_tokens", None)
         steps.append(turn_entry(action if isinstance(action, str) else repr(action), info, obs["timestamps"],
-                                tokens=tokens, prompt_tokens=getattr(last, "prompt_tokens", None)))  # fmt: skip
+                                tokens=tokens, prompt_tokens=getattr(last, "prompt_tokens", None),
+                                visual=visual_tokens(obs["frames"])))  # fmt: skip
         turns += 1
         requested += info["tool_calls"]["requested"]
         executed += info["tool_calls"]["executed"]
@@ -103,5 +107,6 @@ def play_episode(
         duration=base_info_duration,
         system_prompt_sha=system_sha,
         overview=overview,
+        overview_visual_tokens=overview_tokens,
         steps=steps,
     )

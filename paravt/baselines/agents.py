@@ -136,6 +136,8 @@ class DetectorAgent(ScriptedAgent):
                 gaps = gaps_in(ev.seen, 0.0, d)
         elif q.kind == "count":
             gaps = gaps_in(ev.seen, 0.0, d)
+        elif q.kind == "colours":  # the question says how many needles there are: search until all are found
+            gaps = [] if len(first) >= max(q.needles, 1) else gaps_in(ev.seen, 0.0, d)
         else:
             gaps = []
         points = plan_points(gaps, self.n_crops * self.max_frames, target)

@@ -18,6 +18,8 @@ _OPTION_RE = re.compile(r"^([A-H])\. (.+)$", re.MULTILINE)
 _DURATION_RE = re.compile(r"The video lasts ([\d.]+) seconds")
 
 _PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
+    ("colours", re.compile(r"(\w+) coloured shapes? briefly appears? in the video[^?]*\. What (?:are their colours|is its "
+                           r"colour)\?")),
     ("colour_of", re.compile(r"A (\w+) briefly appears in the video\. What colour is it\?")),
     ("shape_of", re.compile(r"A (\w+) shape briefly appears in the video\. What shape is it\?")),
     ("first", re.compile(r"Which of these coloured shapes appears first in the video\?")),
@@ -33,7 +35,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern], ...] = (
 class Query:
     """A parsed question: its kind, its subject (a shape, a colour or a label) and its lettered options."""
 
-    kind: str  # colour_of | shape_of | first | next | count | when | unknown
+    kind: str  # colour_of | shape_of | first | next | count | colours | when | unknown
     subject: str = ""
     options: dict[str, str] = field(default_factory=dict)  # letter -> text
     duration: float = 0.0
@@ -41,6 +43,14 @@ class Query:
     @property
     def is_mcq(self) -> bool:
         return bool(self.options)
+
+    @property
+    def needles(self) -> int:
+        """How many needles a ``colours`` question says the video holds (its number word), else 0."""
+        from paravt_env.data.synth_questions import NUMBER_WORDS
+
+        words = [w.lower() for w in NUMBER_WORDS]
+        return words.index(self.subject.lower()) if self.kind == "colours" and self.subject.lower() in words else 0
 
 
 def parse_query(text: str, duration: float | None = None) -> Query:
@@ -159,6 +169,12 @@ def answer(query: Query, ev: Evidence) -> tuple[str, str]:
                 key=lambda k: abs(int(query.options[k]) - n) if query.options[k].isdigit() else 99,
             )
         return (letter or str(n)), f"I found {n} distinct shapes: {sorted(first)}"
+    if query.kind == "colours":
+        # the colours found, in order of appearance; a needle not found is left out rather than guessed (token
+        # F1: a missing word costs less than a wrong one)
+        found = sorted((t, lab) for lab, t in first.items())[: query.needles or None]
+        colours = [d.colour for _, lab in found for d in ev.with_(label=lab)[:1]]
+        return " ".join(colours) or "red", f"I found {len(found)} of {query.needles} coloured shapes"
     if query.kind == "when":
         span = event_span(ev, query.subject, query.duration)
         if span is not None:

@@ -68,6 +68,9 @@ def add_eval_options(p: argparse.ArgumentParser, *, single: bool) -> None:
     p.add_argument("--crop-budget", type=int, default=None,
                    help="most crops an episode may run, the same for both dispatch modes; the episode then has "
                         "N + 1 turns, whatever --max-turns says (default: none)")
+    p.add_argument("--turn-budget", type=int, default=None,
+                   help="most turns an episode may take, the same for both dispatch modes, the last one answering; "
+                        "overrides --max-turns and the N + 1 turns of --crop-budget (default: none)")
     p.add_argument("--crop-fps", type=float, default=None, help="crop frames per second (default: card, else 1)")
     p.add_argument("--crop-max-frames", type=int, default=None, help="frames per crop (default: card, else 16)")
     p.add_argument("--max-pixels", type=int, default=None, help="pixel budget per frame (default: card, else 50176)")

@@ -23,6 +23,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--max-duration", type=seconds, default=600.0, help="longest video in seconds (default 600)")
     p.add_argument("--fps", type=counted(1), default=2, help="frames per second (default 2)")
     p.add_argument("--size", type=counted(32), default=224, help="frame side in pixels, even, >= 32 (default 224)")
+    p.add_argument("--task", default="needle", choices=TASK_NAMES,
+                   help="the task family: needle (one needle a question, default), two_colours (both colours of two "
+                        "needles: two windows needed), count (how many of 1-4 needles: the whole video searched)")
     p.add_argument("--questions-per-video", type=counted(1), default=1, help="questions per video (default 1)")
     p.add_argument("--crf", type=counted(0, 51), default=None, help="x264 quality 0-51, higher = smaller (default 33)")
     p.add_argument("--workers", type=counted(1), default=1, help="videos encoded in parallel processes (default 1)")
@@ -33,6 +36,11 @@ def add_parser(sub, name: str, help_text: str) -> None:
                         "the changed video, so an open-ended colour question reads the same and its answer changes")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
+
+
+TASK_NAMES = ("needle", "two_colours", "count")
+"""``paravt_env.data.synth_plan.TASKS``' names, spelt here so ``paravt --help`` imports nothing heavy (a test
+checks they agree)."""
 
 
 def counted(low: int, high: int | None = None):
@@ -62,7 +70,7 @@ def seconds(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from paravt_env.data.synth_plan import SynthConfig
+    from paravt_env.data.synth_plan import SynthConfig, task_settings
     from paravt_env.data.synthetic import claim_directory, generate_dataset, missing_videos
 
     extra = {} if args.crf is None else {"crf": args.crf}
@@ -76,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
         questions_per_video=args.questions_per_video,
         needles_visible=not args.no_needles,
         counterfactual=args.counterfactual or "",
+        **task_settings(args.task),
         **extra,
     )
     removed = claim_directory(args.out, config, replace=args.replace)  # before a byte is written: no orphans
@@ -91,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"wrote {len(videos)} videos ({sum(videos.values()) / 60:.1f} min, {size_mb:.1f} MB"
         f"{'' if new == len(videos) else f'; {new} new, {len(videos) - new} already there'}) and "
-        f"{len(samples)} questions to {Path(args.out) / 'samples.jsonl'} "
+        f"{len(samples)} questions ({args.task}) to {Path(args.out) / 'samples.jsonl'} "
         f"({', '.join(f'{k}={v}' for k, v in sorted(kinds.items()))})",
         file=sys.stdout,
     )

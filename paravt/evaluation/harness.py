@@ -65,13 +65,14 @@ tuned: the main job's 40 held-out episodes in three waves; ``benchmarks/perf/tes
 
 def eval_settings(config: EnvConfig) -> dict[str, Any]:
     settings = {k: getattr(config, k) for k in RECORDED}
-    if config.crop_budget is not None:  # recorded only when set: evaluations made before it existed resume as they were
-        settings["crop_budget"] = config.crop_budget
+    for key in ("crop_budget", "turn_budget"):  # recorded only when set: evaluations made before they existed resume
+        if getattr(config, key) is not None:
+            settings[key] = getattr(config, key)
     return settings
 
 
 OPTION_KEYS = ("frame_budget", "max_turns", "max_parallel", "crop_fps", "crop_max_frames", "max_pixels",
-               "prompt_mode", "tool_result", "crop_budget")  # fmt: skip
+               "prompt_mode", "tool_result", "crop_budget", "turn_budget")  # fmt: skip
 """Env options that default to the checkpoint's policy card, then to the paper's values."""
 
 
@@ -270,7 +271,7 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
                 episode=with_cost(episode_record(
                     sample, duration=ep.duration, frame_budget=ep.frame_budget, overview=ep.overview, turns=ep.steps,
                     reward=ep.breakdown, prediction=prediction, score=score, correct=correct, wall_s=ep.wall_s,
-                    system_prompt_sha=ep.system_prompt_sha,
+                    system_prompt_sha=ep.system_prompt_sha, overview_visual_tokens=ep.overview_visual_tokens,
                     truth_span=grounding_span(sample.answer) if sample.question_type == "tvg" else None,
                     predicted_span=predicted_span(sample, prediction, ep.final_info, release=release)),
                     subagent=subagent_mode),

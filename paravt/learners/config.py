@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import re
 import types
 import typing
@@ -19,6 +20,8 @@ from paravt.learners.grpo import GRPOConfig
 from paravt.learners.para_grpo import Algorithm, ParaGRPOConfig, algorithm
 from paravt_env import EnvConfig
 from paravt_env.tools import PENDING_SUBAGENT
+
+logger = logging.getLogger(__name__)
 
 RECIPES_DIR = Path(__file__).parent / "recipes"
 
@@ -84,7 +87,14 @@ class DataConfig:
     distractors: int = 3
     """Soft grey blobs per video (never saturated)."""
     question_kinds: tuple[str, ...] = ()
-    """Question kinds (``paravt_env.data.synthetic.QUESTION_KINDS``); empty: all of them."""
+    """Question kinds (``paravt_env.data.synth_plan.KNOWN_KINDS``); empty: the default ones, all but the
+    multi-event kinds."""
+    task: str = "needle"
+    """The synthetic task family (``paravt_env.data.synth_plan.TASKS``, as ``paravt synth --task``): "needle"
+    (the generator's settings, shaped by ``events`` and ``question_kinds``), or a family that sets the question
+    kinds and needles itself ("two_colours": both colours of two needles; "count": how many needles): its
+    settings replace ``events`` and ``question_kinds``, with a warning where the recipe set them, so that
+    ``paravt train --recipe tiny_cpu data.task=two_colours`` runs the main job's pipeline on the family."""
     heldout_n: int = 0
     """Videos of a held-out split from the same distribution (seed ``heldout_seed``), written to
     ``RUN/heldout`` and never trained on; the run ends by evaluating the policy on it. 0: none."""
@@ -95,6 +105,16 @@ class DataConfig:
     reports by its accuracy there. 0: none."""
     validation_seed: int = 2000
 
+    def __post_init__(self) -> None:
+        from paravt_env.data.synth_plan import task_settings
+
+        if self.task != "needle":
+            settings = task_settings(self.task)  # an unknown task is refused here, naming the known ones
+            replaced = [f"data.{k}={v!r}" for k, v in (("events", self.events), ("question_kinds", self.question_kinds)) if v]
+            if replaced:
+                logger.warning("data.task=%s sets the needles and question kinds (%s): %s not used", self.task,
+                               ", ".join(f"{k}={v}" for k, v in settings.items()), " and ".join(replaced))  # fmt: skip
+
     @property
     def perception_seed(self) -> int:
         """Seed of the perception stage's own pool of videos: apart from the training videos' and the splits'."""
@@ -102,15 +122,18 @@ class DataConfig:
 
     def synth_config(self, n: int | None = None, seed: int | None = None, **changes: Any):
         """The generator settings of these videos (``n``/``seed`` and any field overridden)."""
-        from paravt_env.data.synth_plan import QUESTION_KINDS, SynthConfig
+        from paravt_env.data.synth_plan import QUESTION_KINDS, SynthConfig, task_settings
 
         events = {"min_events": self.events, "max_events": self.events} if self.events else {}
+        kinds = {"question_kinds": tuple(self.question_kinds) or QUESTION_KINDS}
+        if self.task != "needle":
+            kinds, events = task_settings(self.task), {}
         base = dict(
             n=self.synth_n if n is None else n, seed=self.synth_seed if seed is None else seed,
             min_duration=self.min_duration, max_duration=self.max_duration, size=self.size,
             min_event_seconds=self.min_event_seconds, max_event_seconds=self.max_event_seconds,
             event_scale_min=float(self.event_scale[0]), event_scale_max=float(self.event_scale[1]),
-            distractors=self.distractors, question_kinds=tuple(self.question_kinds) or QUESTION_KINDS, **events,
+            distractors=self.distractors, **kinds, **events,
         )  # fmt: skip
         base.update(changes)
         return SynthConfig(**base)

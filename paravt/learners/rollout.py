@@ -11,7 +11,7 @@ from paravt.learners.trajectory import Trajectory, TrajectoryBuilder, single_tur
 from paravt.policies.agent import PolicySubAgent
 from paravt.policies.hf import HFPolicy
 from paravt_env.messages import observation_messages
-from paravt_env.records import episode_record, prompt_sha, turn_entry, with_cost
+from paravt_env.records import episode_record, prompt_sha, turn_entry, visual_tokens, with_cost
 from paravt_env.rewards import parse_span
 
 
@@ -60,7 +60,8 @@ def run_batch(
         history = observation_messages(obs, info)
         builders.append(TrajectoryBuilder(policy, policy.encode(history), history))
         infos.append(info)
-        starts.append((time.perf_counter(), [round(float(t), 3) for t in obs["timestamps"]], prompt_sha(info)))
+        starts.append((time.perf_counter(), [round(float(t), 3) for t in obs["timestamps"]], prompt_sha(info),
+                       visual_tokens(obs["frames"])))
     done = [False] * len(envs)
     results: list[dict[str, Any]] = [{} for _ in envs]
     counts = [[0, 0] for _ in envs]  # turns, executed tool calls
@@ -71,7 +72,7 @@ def run_batch(
             builders[i].add_turn(gen)
             obs, reward, term, trunc, info = envs[i].step(gen.text)
             steps[i].append(turn_entry(gen.text, info, obs["timestamps"], tokens=len(gen.token_ids),
-                                       prompt_tokens=gen.prompt_tokens))  # fmt: skip
+                                       prompt_tokens=gen.prompt_tokens, visual=visual_tokens(obs["frames"])))  # fmt: skip
             counts[i][0] += 1
             counts[i][1] += info["tool_calls"]["executed"]
             if term or trunc:
@@ -90,6 +91,7 @@ def run_batch(
             sample, duration=info.get("duration"), frame_budget=int(info["frame_budget"]),
             overview=starts[k][1], turns=steps[k], reward=res["breakdown"], prediction=res["prediction"],
             score=accuracy, correct=accuracy >= 0.5, wall_s=res["wall_s"], system_prompt_sha=starts[k][2],
+            overview_visual_tokens=starts[k][3],
             truth_span=parse_span(sample.answer) if grounding else None,
             predicted_span=parse_span(res["prediction"]) if grounding else None,
             epoch=int(info.get("epoch", 0)),

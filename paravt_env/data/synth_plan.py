@@ -27,7 +27,55 @@ PALETTE: dict[str, tuple[int, int, int]] = {
 SHAPES = ("circle", "square", "triangle", "star", "cross")
 
 QUESTION_KINDS = ("mcq_colour", "mcq_shape", "mcq_order", "mcq_count", "oe_colour", "oe_shape", "tvg")
-"""Question kinds; ``SynthConfig.question_kinds`` draws from its tuple uniformly (repeat a kind to weight it)."""
+"""The default question kinds; ``SynthConfig.question_kinds`` draws from its tuple uniformly (repeat a kind to
+weight it)."""
+
+MULTI_EVENT_KINDS = ("oe_colours",)
+"""Kinds outside the default draw (adding them to ``QUESTION_KINDS`` would change every default dataset's
+questions): ``oe_colours`` asks the colour of every needle of the video, in order of appearance, so its answer
+needs every needle's window."""
+
+KNOWN_KINDS = QUESTION_KINDS + MULTI_EVENT_KINDS
+
+
+@dataclass(frozen=True)
+class Task:
+    """A family of synthetic questions (``paravt synth --task``): the question kinds it asks and how many needles
+    each of its videos holds (None: the generator's setting)."""
+
+    question_kinds: tuple[str, ...]
+    min_events: int | None = None
+    max_events: int | None = None
+    doc: str = ""
+
+    def settings(self) -> dict[str, object]:
+        """The ``SynthConfig`` fields this task sets."""
+        out: dict[str, object] = {"question_kinds": self.question_kinds}
+        if self.min_events is not None:
+            out.update(min_events=self.min_events, max_events=self.max_events)
+        return out
+
+
+TASKS: dict[str, Task] = {
+    "needle": Task(QUESTION_KINDS, doc="one needle a question: 2-4 needles a video, each question about one of them "
+                                       "(or their order or count); one window answers most questions"),
+    "two_colours": Task(("oe_colours",), 2, 2,
+                        doc="two needles a video, the question asks both colours: two distinct windows are needed, "
+                            "and finding one scores about half (token F1)"),
+    "count": Task(("mcq_count",), 1, 4, doc="1-4 needles a video, the question asks how many: every needle must be "
+                                            "found, so the whole video must be searched"),
+}
+"""The task families; ``needle`` (the generator's defaults) is the default. A multi-event family needs two or more
+distinct windows per answer, so at a matched crop budget the protocols no longer answer the same questions by
+construction, and a turn budget shows what parallel calling buys."""
+
+
+def task_settings(name: str) -> dict[str, object]:
+    """The ``SynthConfig`` fields of task ``name`` (``ValueError`` naming the known tasks)."""
+    try:
+        return TASKS[name].settings()
+    except KeyError:
+        raise ValueError(f"unknown task {name!r}; known: {sorted(TASKS)}") from None
 
 COUNTERFACTUALS = ("", "colour", "shape")
 """``SynthConfig.counterfactual``: none, every needle recoloured, every needle reshaped."""
@@ -130,10 +178,10 @@ class SynthConfig:
                 f"SynthConfig.min_duration={self.min_duration} s cannot hold min_events={self.min_events} "
                 f"events of up to max_event_seconds={self.max_event_seconds} s (needs >= {needed} s)"
             )
-        unknown = sorted(set(self.question_kinds) - set(QUESTION_KINDS))
+        unknown = sorted(set(self.question_kinds) - set(KNOWN_KINDS))
         if unknown or not self.question_kinds:
             raise ValueError(
-                f"SynthConfig.question_kinds: unknown {unknown or '(empty)'}; known: {QUESTION_KINDS}"
+                f"SynthConfig.question_kinds: unknown {unknown or '(empty)'}; known: {KNOWN_KINDS}"
             )
         if self.questions_per_video < 1:
             raise ValueError(f"SynthConfig.questions_per_video must be >= 1, got {self.questions_per_video}")

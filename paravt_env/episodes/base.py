@@ -29,6 +29,7 @@ class EpisodeConfig(Protocol):
     dispatch: str
     max_turns: int
     crop_budget: int | None
+    turn_budget: int | None
     turn_limit: int
     max_parallel: int
     crop_fps: float
@@ -118,9 +119,10 @@ class Episode(ABC):
     @classmethod
     def check(cls, config: EpisodeConfig) -> None:
         """Raise ``ValueError`` naming an option this protocol cannot take (called by ``EnvConfig``)."""
-        if cls.release and config.crop_budget is not None:
-            raise ValueError(f"EnvConfig.crop_budget is a paravt-protocol option: protocol={config.protocol!r} runs "
-                             "the release's own turn rules")  # fmt: skip
+        for name in ("crop_budget", "turn_budget"):
+            if cls.release and getattr(config, name) is not None:
+                raise ValueError(f"EnvConfig.{name} is a paravt-protocol option: protocol={config.protocol!r} runs "
+                                 "the release's own turn rules")  # fmt: skip
 
     @classmethod
     def prompt_mode_name(cls, mode: str) -> str:

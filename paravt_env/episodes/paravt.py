@@ -103,7 +103,7 @@ class ParaVTEpisode(Episode):
         elif cfg.prompt_mode.startswith("agentic"):
             lines.append(
                 f"You may call crop_video to look closer, several times in one turn (up to {cfg.max_parallel} "
-                f"calls, {cfg.max_turns} turns in all)."
+                f"calls, {cfg.turn_limit} turns in all)."
             )
         lines.append(ANSWER_FORMATS[sample.question_type])
         return "\n".join(lines)

@@ -30,6 +30,7 @@ from paravt.learners.coldstart.teacher import (
     TeacherMiss,
     crop_turn,
     first_turn,
+    needed_events,
 )
 from paravt.learners.config import TrainConfig
 from paravt.learners.interrupts import commit_section, raise_if_requested
@@ -111,16 +112,24 @@ def teacher_episodes(policy: HFPolicy, samples: list[VideoQASample], cfg: TrainC
             check = cfg.sft.check_rate > 0 and rng.random() < cfg.sft.check_rate
             late_guess = rng.choice(answers[sample.question_type]) if cfg.sft.guess_after_miss else None
 
-            def turn(t: int, obs: dict[str, Any], sample=sample, guess=guess, check=check, late_guess=late_guess) -> str:
+            needed = needed_events(sample)
+            shown: list[float] = []  # every frame time the episode showed before this turn's (multi-event tasks)
+
+            def turn(t: int, obs: dict[str, Any], sample=sample, guess=guess, check=check, late_guess=late_guess,
+                     needed=needed, shown=shown) -> str:  # fmt: skip
                 duration = env.unwrapped._reader.duration
-                if t == 0:
-                    return first_turn(sample, obs["timestamps"], duration, window=cfg.sft.window,
-                                      max_calls=per_turn, guess=guess, check=check,
-                                      check_window=check_window, widen=widen, one_a_turn=one_a_turn)  # fmt: skip
-                last = t + 1 >= turn_limit  # a turn must be left for the answer
-                return crop_turn(sample, obs["timestamps"], duration, window=cfg.sft.window,
-                                 max_calls=per_turn, last=last, guess=late_guess,
-                                 recrop=cfg.sft.recrop, widen=widen, one_a_turn=one_a_turn)  # fmt: skip
+                times = [float(x) for x in obs["timestamps"]]
+                try:
+                    if t == 0:
+                        return first_turn(sample, times, duration, window=cfg.sft.window, max_calls=per_turn,
+                                          needed=needed, guess=guess, check=check, check_window=check_window,
+                                          widen=widen, one_a_turn=one_a_turn)  # fmt: skip
+                    last = t + 1 >= turn_limit  # a turn must be left for the answer
+                    return crop_turn(sample, times, duration, window=cfg.sft.window, max_calls=per_turn, last=last,
+                                     needed=needed, guess=late_guess, recrop=cfg.sft.recrop, widen=widen,
+                                     one_a_turn=one_a_turn, earlier=shown if needed > 1 else ())  # fmt: skip
+                finally:
+                    shown.extend(times)
 
             try:
                 tr = run_scripted_episode(env, policy, turn, options={"sample": sample, "frame_budget": k})

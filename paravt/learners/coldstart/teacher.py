@@ -81,9 +81,28 @@ def describe(event) -> str:
     return f"{colour} shape" if colour else event.label
 
 
-def answer_turn(sample: VideoQASample, seen: list, where: str) -> str:
+def needed_events(sample: VideoQASample) -> int:
+    """How many needles the teacher must have seen before it answers: every needle the question asks about for a
+    multi-event kind (``oe_colours``: each one's colour), else one (the one-needle kinds, as before)."""
+    from paravt_env.data.synth_plan import MULTI_EVENT_KINDS
+
+    if sample.extra.get("kind") in MULTI_EVENT_KINDS:
+        return max(1, len(sample.extra.get("relevant_events") or ()))
+    return 1
+
+
+def answer_turn(sample: VideoQASample, seen: list, where: str, answer: str | None = None) -> str:
     what = ", ".join(f"a {describe(e)}" for e in seen)
-    return f"{THINK_PREFIX}The {where} show{'s' if where == 'overview' else ''} {what}.</think>\n<answer>{sample.answer}</answer>"
+    answer = sample.answer if answer is None else answer
+    return f"{THINK_PREFIX}The {where} show{'s' if where == 'overview' else ''} {what}.</think>\n<answer>{answer}</answer>"
+
+
+def partial_answer(sample: VideoQASample, seen: list) -> str | None:
+    """What a multi-event question's honest answer is when only some of its needles were seen: the colours of
+    those (``oe_colours``), in order of appearance; None for other kinds (one needle or nothing to say)."""
+    if sample.extra.get("kind") != "oe_colours" or not seen:
+        return None
+    return " ".join(e.attributes.get("colour", "") for e in sorted(seen, key=lambda e: e.start))
 
 
 def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration: float, *, window: float,
@@ -102,13 +121,15 @@ def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration:
             # of ``window`` (a centred window's bounds, t - 8 s, were arithmetic a 2-layer model never learnt)
             return check_turn(sample, seen, overview_times, duration, window=window, grid=True)
         return answer_turn(sample, seen, "overview")
+    partial = partial_answer(sample, seen)  # a multi-event question whose overview shows some of its needles
     if guess is not None:
-        return guess_turn(guess)
+        return answer_turn(sample, seen, "overview", answer=partial) if partial is not None else guess_turn(guess)
     windows = coverage_windows(duration, window, max_calls, widen=widen)
     calls = "\n".join(format_tool_call(a, b) for a, b in windows)
+    what = ", ".join(f"a {describe(e)}" for e in seen) if partial is not None else "no coloured shape"
     if one_a_turn:
-        return f"{THINK_PREFIX}The overview shows no coloured shape. I will inspect one window at a time.</think>\n{calls}"
-    return (f"{THINK_PREFIX}The overview shows no coloured shape. I will inspect {len(windows)} windows in "
+        return f"{THINK_PREFIX}The overview shows {what}. I will inspect one window at a time.</think>\n{calls}"
+    return (f"{THINK_PREFIX}The overview shows {what}. I will inspect {len(windows)} windows in "
             f"parallel.</think>\n{calls}")  # fmt: skip
 
 
@@ -182,11 +203,15 @@ def continue_turn(start: float, duration: float, *, window: float, max_calls: in
 
 
 def final_turn(sample: VideoQASample, crop_times: Sequence[float], needed: int = 1, *,
-               guess: str | None = None) -> str:  # fmt: skip
-    """The answer read off the crop frames that show the needle(s); where they show none, ``guess`` answered
-    after saying so (or ``TeacherMiss`` without one)."""
-    seen = visible_events(sample, crop_times)
+               guess: str | None = None, earlier: Sequence[float] = ()) -> str:  # fmt: skip
+    """The answer read off the crop frames that show the needle(s) (and the frames ``earlier`` turns showed);
+    where they show fewer than ``needed``, a multi-event question is answered with what was seen
+    (``partial_answer``), else ``guess`` answered after saying so (or ``TeacherMiss`` without one)."""
+    seen = visible_events(sample, [*earlier, *crop_times])
     if len(seen) < needed:
+        partial = partial_answer(sample, seen)
+        if partial is not None:
+            return answer_turn(sample, seen, "crops", answer=partial)
         if guess is not None:
             return f"{THINK_PREFIX}{GUESS_TEXT_AFTER_CROPS}</think>\n<answer>{guess}</answer>"
         raise TeacherMiss(f"the crops of {sample.id} show {len(seen)} of the {needed} needle(s) needed")
@@ -195,16 +220,17 @@ def final_turn(sample: VideoQASample, crop_times: Sequence[float], needed: int =
 
 def crop_turn(sample: VideoQASample, crop_times: Sequence[float], duration: float, *, window: float,
               max_calls: int, last: bool, needed: int = 1, guess: str | None = None, recrop: bool = True,
-              widen: bool = True, one_a_turn: bool = False) -> str:  # fmt: skip
-    """The teacher's turn after crops: the answer when they show the needle(s) or when this is the episode's
-    last turn (``final_turn``); else, without ``widen``, the rest of the video while some is left
-    (``continue_turn``); else, with ``recrop``, a second round of shifted crops (``recrop_turn``)."""
-    if last or len(visible_events(sample, crop_times)) >= needed:
-        return final_turn(sample, crop_times, needed, guess=guess)
+              widen: bool = True, one_a_turn: bool = False, earlier: Sequence[float] = ()) -> str:  # fmt: skip
+    """The teacher's turn after crops: the answer when they (with the frames ``earlier`` turns showed) show the
+    ``needed`` needle(s) or when this is the episode's last turn (``final_turn``); else, without ``widen``, the
+    rest of the video while some is left (``continue_turn``); else, with ``recrop``, a second round of shifted
+    crops (``recrop_turn``)."""
+    if last or len(visible_events(sample, [*earlier, *crop_times])) >= needed:
+        return final_turn(sample, crop_times, needed, guess=guess, earlier=earlier)
     if not widen:
         start = covered_until(crop_times, window)
         if start < duration - 1e-6:
             return continue_turn(start, duration, window=window, max_calls=max_calls, one_a_turn=one_a_turn)
     if recrop:
         return recrop_turn(crop_times, duration, window=window, max_calls=max_calls, one_a_turn=one_a_turn)
-    return final_turn(sample, crop_times, needed, guess=guess)
+    return final_turn(sample, crop_times, needed, guess=guess, earlier=earlier)

@@ -39,5 +39,24 @@ def test_a_model_turns_tokens_and_contexts_are_summed():
          "timing": {"decode_s": 0.5, "subagent_s": 0.2, "tool_wall_s": 0.3}},
         {"tokens": 5, "prompt_tokens": 160, "crops": [], "timing": {}}]}  # fmt: skip
     cost = episode_cost(record, subagent=True)
-    assert cost == {"turns": 2, "crops": 1, "frames_decoded": 6, "generated_tokens": 15, "prompt_tokens": 260,
-                    "model_calls": 3, "wall_s": 3.0, "wall_s_serial": 3.4}  # fmt: skip
+    # a record without the visual-token count (made before it existed) says null, not 0
+    assert cost == {"turns": 2, "crops": 1, "frames_decoded": 6, "visual_tokens": None, "generated_tokens": 15,
+                    "prompt_tokens": 260, "model_calls": 3, "critical_path": 4, "wall_s": 3.0,
+                    "wall_s_serial": 3.4}  # fmt: skip
+    # 16 tokens an overview frame; the sub-agent reads the crop's 4 frames at the same size; the critical path is
+    # model -> crop -> sub-agent, then the answering model call
+    cost = episode_cost({**record, "overview_visual_tokens": 32}, subagent=True)
+    assert cost["visual_tokens"] == 32 + 4 * 16 and cost["critical_path"] == 4
+    # frames mode: the main agent reads the crop frames its next observation carried; no sub-agent step
+    turns = [{**record["turns"][0], "visual_tokens": 48}, record["turns"][1]]
+    cost = episode_cost({**record, "turns": turns, "overview_visual_tokens": 32}, subagent=False)
+    assert cost["visual_tokens"] == 80 and cost["critical_path"] == 3
+
+
+def test_the_critical_path_counts_a_turn_of_parallel_crops_once():
+    from paravt_env.records import critical_path
+
+    parallel = [{"crops": [{"status": "executed"}] * 4}, {"crops": []}]
+    sequential = [{"crops": [{"status": "executed"}]} for _ in range(4)] + [{"crops": []}]
+    assert critical_path(parallel) == 3 and critical_path(sequential) == 9
+    assert critical_path([{"crops": [{"status": "rejected"}]}]) == 1  # a refused call runs nothing
