@@ -66,6 +66,20 @@ def synth_small(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def synth_two_colours(tmp_path_factory):
+    """Ten videos of the multi-event family ``two_colours`` (30-150 s, 112 px, the main job's sizes), once per
+    test session."""
+    from paravt_env.data.synth_plan import SynthConfig, task_settings
+    from paravt_env.data.synthetic import generate_dataset
+
+    out = tmp_path_factory.mktemp("synth_two_colours")
+    config = SynthConfig(n=10, seed=11, min_duration=30, max_duration=150, size=112, min_event_seconds=2,
+                         max_event_seconds=4, event_scale_min=0.6, event_scale_max=0.85, distractors=1,
+                         **task_settings("two_colours"))  # fmt: skip
+    return out, generate_dataset(out, config, progress=False)
+
+
+@pytest.fixture(scope="session")
 def tiny_qwen3(tmp_path_factory):
     """A tiny random-weight Qwen3-VL checkpoint built locally (no hub), once per test session."""
     pytest.importorskip("torch")

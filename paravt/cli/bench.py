@@ -8,7 +8,7 @@ import argparse
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
     which = p.add_subparsers(dest="bench", metavar="BENCH", required=True)
-    d = which.add_parser("dispatch", help="sequential vs parallel dispatch at matched crop budgets, accuracy and cost")
+    d = which.add_parser("dispatch", help="sequential vs parallel dispatch at matched crop and turn budgets, accuracy and the whole cost")
     d.add_argument("--data", required=True, help="samples file or directory holding samples.jsonl")
     d.add_argument("--policy", default="detector",
                    help="any policy paravt eval takes: detector, uniform, oracle, hf:PATH, openai:URL, sglang:URL "
@@ -16,6 +16,12 @@ def add_parser(sub, name: str, help_text: str) -> None:
     d.add_argument("--crop-budget", default="1,2,4,8",
                    help="crop budgets to run both modes at, comma-separated (default 1,2,4,8): the same crops for both "
                         "modes, budget + 1 turns")  # fmt: skip
+    d.add_argument("--turn-budget", default=None,
+                   help="turn budgets to run every crop budget at too, comma-separated (e.g. 2,3): the same turns for "
+                        "both modes, the last one answering (default: none, each crop budget's budget + 1 turns)")
+    d.add_argument("--rounds", type=int, default=8,
+                   help="chunks the samples are played in, every cell playing each chunk in turn, in alternating "
+                        "order, so that a change of load falls on both modes (default 8)")
     d.add_argument("--frame-budget", type=int, default=None, help="overview frames K (default: a checkpoint's card, else 8)")
     d.add_argument("--max-parallel", type=int, default=None, help="crops per turn in parallel mode (default: card, else 5)")
     d.add_argument("--max-new-tokens", type=int, default=None, help="model policies: tokens per turn (default: card, else 2048)")
@@ -38,6 +44,9 @@ def run_dispatch(args: argparse.Namespace) -> int:
     from paravt_env import load_samples
 
     budgets = parse_budgets(args.crop_budget)
+    turn_budgets = (None,) if args.turn_budget is None else parse_budgets(args.turn_budget, "--turn-budget")
+    if args.rounds < 1:
+        raise ValueError(f"--rounds must be at least 1, got {args.rounds}")
     if args.concurrency < 1:
         raise ValueError(f"--concurrency must be at least 1, got {args.concurrency}")
     # Every row asked for counts in n (a missing video is an error row), as in paravt eval.
@@ -47,6 +56,7 @@ def run_dispatch(args: argparse.Namespace) -> int:
     preflight(args.policy)
     frame_budget = args.frame_budget if args.frame_budget is not None or args.policy.startswith("hf:") else 8
     results = run_dispatch_benchmark(samples, args.policy, args.out, data=str(args.data), budgets=budgets,
+                                     turn_budgets=turn_budgets, rounds=args.rounds,
                                      frame_budget=frame_budget, max_parallel=args.max_parallel,
                                      max_new_tokens=args.max_new_tokens, concurrency=args.concurrency,
                                      progress=not args.no_progress)  # fmt: skip

@@ -239,7 +239,7 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
     def run_one(sample: VideoQASample) -> dict[str, Any] | None:
         if write_failed.is_set():
             return None
-        t0 = time.perf_counter()
+        t0, started = time.perf_counter(), time.time()
         try:
             try:
                 agent = spare.pop()
@@ -267,7 +267,8 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
                 id=sample.id, question_type=sample.question_type, duration=sample.duration,
                 prediction=prediction, answer=answer, score=score, correct=correct, reward=ep.reward,
                 tool_calls=ep.tool_calls, turns=ep.turns, frame_budget=ep.frame_budget,
-                wall_s=time.perf_counter() - t0, error=ep.final_info.get("error"), extra=extra,
+                wall_s=time.perf_counter() - t0, started_at=started, ended_at=time.time(),
+                error=ep.final_info.get("error"), extra=extra,
                 episode=with_cost(episode_record(
                     sample, duration=ep.duration, frame_budget=ep.frame_budget, overview=ep.overview, turns=ep.steps,
                     reward=ep.breakdown, prediction=prediction, score=score, correct=correct, wall_s=ep.wall_s,
@@ -280,7 +281,8 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
         except Exception as exc:  # one sample's failure is recorded and counted, never fatal
             row = SampleResult(
                 id=sample.id, question_type=sample.question_type, duration=sample.duration, answer=sample.answer,
-                wall_s=time.perf_counter() - t0, error=f"{type(exc).__name__}: {exc}", transient=is_transient(exc),
+                wall_s=time.perf_counter() - t0, started_at=started, ended_at=time.time(),
+                error=f"{type(exc).__name__}: {exc}", transient=is_transient(exc),
                 inputs=input_identity(sample),
             )  # fmt: skip
         data = asdict(row)

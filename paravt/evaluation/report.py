@@ -42,7 +42,8 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "avg_turns": _mean(r["turns"] for r in rows),
         "errors": sum(1 for r in rows if r.get("error")),
         "failed": [{"id": r["id"], "error": r["error"], "transient": bool(r.get("transient"))} for r in rows if r.get("error")],
-        "wall_s": sum(r["wall_s"] for r in rows),
+        "wall_s": elapsed_s(rows),
+        "wall_s_episodes_sum": sum(r["wall_s"] for r in rows),
     }
     tvg = [r for r in rows if r["question_type"] == "tvg"]
     if tvg:
@@ -80,9 +81,44 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
+def elapsed_s(rows: Sequence[dict[str, Any]]) -> float:
+    """The seconds the evaluation spent playing ``rows``, measured: the length of the union of the episodes'
+    [started_at, ended_at] intervals, so episodes played at once count once, and the time between two
+    invocations of a resumed run does not count. A row without its times (written before they were recorded)
+    adds its own ``wall_s``, as if it ran alone. ``wall_s_episodes_sum`` is the plain sum, named as such."""
+    spans = sorted((float(r["started_at"]), float(r["ended_at"])) for r in rows
+                   if isinstance(r.get("started_at"), (int, float)) and isinstance(r.get("ended_at"), (int, float)))  # fmt: skip
+    total, end = 0.0, -math.inf
+    for a, b in spans:
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    untimed = [float(r.get("wall_s") or 0.0) for r in rows
+               if not (isinstance(r.get("started_at"), (int, float)) and isinstance(r.get("ended_at"), (int, float)))]  # fmt: skip
+    return total + sum(untimed)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0-100) of ``values``, linear between order statistics (numpy's default); None
+    for none."""
+    xs = sorted(float(v) for v in values)
+    if not xs:
+        return None
+    pos = (len(xs) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+LATENCY_PERCENTILES = (50, 95)
+"""The episode latencies ``cost_means`` reports beside the mean (``wall_s_p50``, ``wall_s_p95``)."""
+
+
 def cost_means(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """The mean per episode of each ``paravt_env.records.COST_KEYS`` column over the rows whose episode record
-    has its cost (``n``: how many; a column no row reports, e.g. tokens of a scripted policy, is null)."""
+    has its cost (``n``: how many; a column no row reports, e.g. tokens of a scripted policy, is null), and the
+    episodes' latency percentiles ``wall_s_p50`` and ``wall_s_p95``."""
     costs = [r["episode"]["cost"] for r in rows if isinstance(r.get("episode"), dict) and isinstance(r["episode"].get("cost"), dict)]
     if not costs:
         return {}
@@ -90,6 +126,8 @@ def cost_means(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for key in COST_KEYS:
         values = [c[key] for c in costs if c.get(key) is not None]
         out[key] = _mean(values) if values else None
+    for q in LATENCY_PERCENTILES:  # an episode's latency: its tail, not only its mean
+        out[f"wall_s_p{q}"] = percentile([c["wall_s"] for c in costs if c.get("wall_s") is not None], q)
     return out
 
 

@@ -33,6 +33,12 @@ class SampleResult:
     turns: int = 0
     frame_budget: int = 0
     wall_s: float = 0.0
+    """The episode's own seconds, from the first call to its answer (in a batched evaluation it includes waiting
+    for the other episodes' turns)."""
+    started_at: float | None = None
+    ended_at: float | None = None
+    """When the episode started and ended (Unix seconds): the run's elapsed time is the union of these intervals
+    (``paravt.evaluation.report.elapsed_s``), never their sum. Rows written before they were recorded have none."""
     error: str | None = None
     transient: bool = False
     """The error may not recur (server unreachable, timeout, 5xx): a resumed run retries the sample."""

@@ -90,3 +90,38 @@ def test_a_budget_is_refused_where_it_cannot_apply():
         EnvConfig(crop_budget=0)
     with pytest.raises(ValueError, match="crop_budget is a paravt-protocol option"):
         EnvConfig(crop_budget=2, protocol="release")
+
+
+@pytest.mark.parametrize("dispatch", ["parallel", "sequential"])
+def test_a_turn_budget_caps_the_turns_of_both_modes_whatever_the_crop_budget(env_samples, dispatch):
+    env = VideoToolEnv(env_samples, EnvConfig(frame_budget=4, crop_max_frames=2, dispatch=dispatch, crop_budget=6,
+                                              turn_budget=2, max_turns=5))  # fmt: skip
+    try:
+        assert env.config.turn_limit == 2  # not crop_budget + 1, not max_turns
+        obs, info = env.reset(options={"index": 3})
+        assert info["limits"]["max_turns"] == 2 and "2 turns in all" in obs["text"]
+        wins = windows(env_samples[3].duration, 6)
+        five = "".join(call(*w) for w in wins[:5])
+        infos = play(env, [five, five, "<answer>A</answer>"])
+    finally:
+        env.close()
+    # one call turn, then the last turn must answer: its calls never run, and the episode is over after it
+    assert len(infos) == 2 and "This is your last turn" in infos[0]["text"]
+    assert infos[0]["tool_calls"]["executed"] == (5 if dispatch == "parallel" else 1)
+    assert infos[1]["tool_calls"]["executed"] == 0
+
+
+def test_a_turn_budget_without_a_crop_budget_and_where_it_cannot_apply(env_samples):
+    config = EnvConfig(frame_budget=4, turn_budget=4, max_turns=2)
+    assert config.turn_limit == 4
+    env = VideoToolEnv(env_samples, config)
+    try:
+        obs, _ = env.reset(options={"index": 0})
+    finally:
+        env.close()
+    assert "4 turns in all" in obs["text"]
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="turn_budget must be None or an integer >= 1"):
+            EnvConfig(turn_budget=bad)
+    with pytest.raises(ValueError, match="turn_budget is a paravt-protocol option"):
+        EnvConfig(turn_budget=2, protocol="release")

@@ -78,3 +78,32 @@ def test_every_action_is_well_formed(synth_small, name):
 def test_unknown_baseline_names_itself():
     with pytest.raises(ValueError, match="'psychic'"):
         make_baseline("psychic")
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_a_colours_question_says_how_many_needles(n):
+    from paravt_env.data.synth_questions import colours_question
+
+    q = parse_query(f"The video lasts 80.0 seconds.\nQuestion: {colours_question(n)}\n")
+    assert (q.kind, q.needles) == ("colours", n)
+
+
+def test_the_detector_finds_both_needles_of_two_colours_and_a_turn_budget_separates_the_modes(synth_two_colours):
+    """Both needles are needed: the detector searches until it has found both and names both colours. At the same
+    crop budget with its budget + 1 turns both modes find them; at a turn budget of 2 (one call turn) sequential
+    dispatch runs one crop and loses what parallel dispatch's turn of crops finds."""
+    _, samples = synth_two_colours
+    common = dict(frame_budget=8, crop_fps=0.5, crop_max_frames=8, crop_budget=8, max_parallel=5)
+    score = {}
+    for dispatch in ("parallel", "sequential"):
+        for turns in (None, 2):
+            eps = _run(samples, "detector", dispatch=dispatch, turn_budget=turns, **common)
+            score[dispatch, turns] = statistics.fmean(e.breakdown["accuracy"] for e in eps)
+            assert all(e.turns <= (turns or 9) for e in eps)
+            if turns is None:  # all found: the answer names both colours in order of appearance
+                assert all(e.prediction == s.answer for e, s in zip(eps, samples, strict=True))
+    floor = statistics.fmean(e.breakdown["accuracy"] for e in _run(samples, "no_tool", **common))
+    assert score["parallel", None] == score["sequential", None] == score["parallel", 2] == 1.0 > floor
+    assert score["sequential", 2] < score["parallel", 2]
+    oracle = _run(samples, "oracle", **common)
+    assert all(e.prediction == s.answer for e, s in zip(oracle, samples, strict=True))

@@ -60,3 +60,25 @@ def test_the_critical_path_counts_a_turn_of_parallel_crops_once():
     sequential = [{"crops": [{"status": "executed"}]} for _ in range(4)] + [{"crops": []}]
     assert critical_path(parallel) == 3 and critical_path(sequential) == 9
     assert critical_path([{"crops": [{"status": "rejected"}]}]) == 1  # a refused call runs nothing
+
+
+def test_records_say_which_events_the_agent_was_shown_and_count_its_visual_tokens(synth_two_colours, tmp_path):
+    _, samples = synth_two_colours
+    config = EnvConfig(frame_budget=8, crop_fps=0.5, crop_max_frames=8, crop_budget=8)
+    evaluate(samples, lambda: make_baseline("detector"), tmp_path / "ev", config, progress=False)
+    rows = read_results(tmp_path / "ev" / "results.jsonl")
+    found_by_crops = 0
+    for row in rows:
+        record = row["episode"]
+        crop_times = [t for turn in record["turns"] for c in turn["crops"] if c["status"] == "executed" for t in c["timestamps"]]
+        for e in record["events"]:
+            assert e["asked"] is True  # both needles are asked about
+            assert e["in_overview"] == any(e["start"] <= t < e["end"] for t in record["overview"])
+            assert e["in_crops"] == any(e["start"] <= t < e["end"] for t in crop_times)
+            found_by_crops += e["in_crops"] and not e["in_overview"]
+        # 112 px frames are 4 x 4 tokens of 28 px, every frame decoded is read by the main agent (frames mode)
+        assert record["overview_visual_tokens"] == 16 * len(record["overview"])
+        assert record["cost"]["visual_tokens"] == 16 * record["cost"]["frames_decoded"]
+        assert record["cost"]["critical_path"] == len(record["turns"]) + sum(
+            any(c["status"] == "executed" for c in t["crops"]) for t in record["turns"])
+    assert found_by_crops > 0

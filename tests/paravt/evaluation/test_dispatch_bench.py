@@ -100,3 +100,46 @@ def test_a_corrupt_video_is_an_error_row_counted_like_eval(synth_small, tmp_path
     parallel = next(c for c in results["cells"] if c["mode"] == "parallel")
     assert (summary["n"], summary["errors"]) == (3, 1)
     assert summary["accuracy"] == pytest.approx(parallel["accuracy"]["mean"])
+
+
+def test_cells_interleave_in_abba_order_over_chunks_of_the_samples():
+    from paravt.evaluation.dispatch_bench import chunk_ends, interleaved_order
+
+    order = interleaved_order(["p1", "s1", "p2", "s2"], 3)
+    assert [c for _, c in order] == ["p1", "s1", "p2", "s2", "s2", "p2", "s1", "p1", "p1", "s1", "p2", "s2"]
+    assert [r for r, _ in order] == [0] * 4 + [1] * 4 + [2] * 4
+    assert chunk_ends(10, 3) == [3, 7, 10] and chunk_ends(2, 2) == [1, 2]
+
+
+def test_the_pareto_front_keeps_what_nothing_beats():
+    from paravt.evaluation.dispatch_bench import pareto_front
+
+    points = [(1.0, 0.5), (2.0, 0.9), (3.0, 0.8), (2.0, 0.4), (4.0, 0.95)]
+    assert pareto_front(points) == [(1.0, 0.5), (2.0, 0.9), (4.0, 0.95)]
+
+
+def test_a_turn_budget_axis_on_the_multi_event_family(synth_two_colours, tmp_path):
+    """On two_colours, at one crop budget the modes answer alike with budget + 1 turns, and at a turn budget of 2
+    the sequential mode loses what parallel dispatch's one turn of crops finds; every cell reports visual tokens,
+    the critical path, latency percentiles and the load it ran under, and the figure is written."""
+    data, samples = synth_two_colours
+    out = tmp_path / "turns"
+    argv = ["bench", "dispatch", "--data", str(data), "--policy", "detector", "--frame-budget", "8", "--crop-budget", "4",
+            "--turn-budget", "2", "--rounds", "3", "--out", str(out), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    results = json.loads((out / "dispatch.json").read_text())
+    assert results["turn_budgets"] == [2] and results["rounds"] == 3 and results["cores"] >= 1
+    cells = {(c["mode"], c["turn_budget"]): c for c in results["cells"]}
+    assert set(cells) == {("parallel", 2), ("sequential", 2)}
+    for (mode, turns), cell in cells.items():
+        rows = read_results(out / f"{mode}_budget4_turns2" / "results.jsonl")
+        assert len(rows) == len(samples) and all(len(r["episode"]["turns"]) <= 2 for r in rows)
+        assert cell["visual_tokens"]["mean"] > 0 and cell["critical_path"]["mean"] >= cell["turns"]["mean"]
+        assert cell["wall_s_p50"] <= cell["wall_s_p95"] and "load" in cell
+    assert cells["parallel", 2]["accuracy"]["mean"] > cells["sequential", 2]["accuracy"]["mean"]
+    diff = results["parallel_minus_sequential"][0]
+    assert diff["turn_budget"] == 2 and diff["disagree"] > 0 and diff["accuracy"]["mean"] > 0
+    assert "| sequential | 4 | 2 |" in (out / "dispatch.md").read_text()
+    assert (out / "dispatch.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(ValueError, match="--turn-budget"):
+        parse_budgets("0", "--turn-budget")

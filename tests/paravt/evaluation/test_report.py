@@ -1,0 +1,46 @@
+"""``summary.json``'s wall time is measured, not summed: the union of the episodes' intervals, with the plain sum
+named as such; latency percentiles beside the cost means."""
+
+import json
+import time
+
+import pytest
+
+from paravt.baselines import make_baseline
+from paravt.evaluation.harness import evaluate
+from paravt.evaluation.report import elapsed_s, percentile, summarize
+from paravt_env import EnvConfig
+
+
+def row(start, end, wall=None):
+    return {"id": f"{start}", "question_type": "oe", "score": 1.0, "correct": True, "tool_calls": 0, "turns": 1,
+            "wall_s": end - start if wall is None else wall, "started_at": start, "ended_at": end}  # fmt: skip
+
+
+def test_episodes_played_at_once_count_once_and_gaps_between_invocations_not_at_all():
+    rows = [row(0, 10), row(2, 8), row(5, 12), row(100, 101)]  # three at once, then a resumed run's one
+    assert elapsed_s(rows) == pytest.approx(13.0)
+    summary = summarize(rows)
+    assert summary["wall_s"] == pytest.approx(13.0) and summary["wall_s_episodes_sum"] == pytest.approx(24.0)
+    # a row written before the times were recorded adds its own seconds
+    old = {k: v for k, v in row(0, 3).items() if k not in ("started_at", "ended_at")}
+    assert elapsed_s([*rows, old]) == pytest.approx(16.0)
+
+
+def test_percentiles_are_linear_between_order_statistics():
+    assert percentile([], 50) is None
+    assert percentile([3.0], 95) == 3.0
+    assert percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
+    assert percentile(list(range(101)), 95) == pytest.approx(95.0)
+
+
+def test_a_batched_evaluation_reports_its_elapsed_time_not_the_sum(synth_small, tmp_path):
+    _, samples = synth_small
+    config = EnvConfig(frame_budget=4, crop_max_frames=3, crop_budget=2)
+    t0 = time.time()
+    summary = evaluate(samples, lambda: make_baseline("detector"), tmp_path / "ev", config, concurrency=4, progress=False)
+    measured = time.time() - t0
+    assert summary["wall_s"] <= measured and summary["wall_s"] < summary["wall_s_episodes_sum"]
+    saved = json.loads((tmp_path / "ev" / "summary.json").read_text())
+    assert saved["wall_s"] == summary["wall_s"]
+    assert saved["cost"]["wall_s_p50"] <= saved["cost"]["wall_s_p95"]
