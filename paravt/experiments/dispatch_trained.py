@@ -1,19 +1,24 @@
 """The paper's dispatch comparison with each side trained for its own protocol, paired by training seed:
-``python -m paravt.experiments.dispatch_trained --parallel RUN... --sequential RUN... --out DIR``.
+``python -m paravt.experiments.dispatch_trained --parallel RUN... --sequential RUN... --out DIR
+[--eval eval_selected] [--turn-budget 2,3]``.
 
 Each ``RUN`` is a finished ``paravt train`` directory. The parallel runs were trained with parallel dispatch and the
 sequential ones with sequential dispatch (``env.dispatch=sequential``: one crop a turn, the LongVT protocol),
 everything else equal: the same recipe, steps, crop budget (``env.crop_budget``) and held-out videos. Each run's
 own held-out evaluation (``RUN/eval``, greedy, under the protocol it was trained for: its card's dispatch and
-budget) is read, never re-run. Refused: runs of the wrong dispatch, budgets, steps or held-out sets that differ,
-and seeds without a partner, each named.
+budget; ``--eval eval_selected``: the checkpoint the run selected on its validation split) is read, never re-run.
+With ``--turn-budget``, the same checkpoint is also evaluated on the same videos under its own protocol at each
+turn budget (``RUN/{eval}_turnsT``, resumable, played only where missing), and compared the same way: where turns,
+not crops, are scarce. Refused: runs of the wrong dispatch, budgets, steps or held-out sets that differ, and seeds
+without a partner, each named.
 
 ``DIR/comparison.json`` and ``DIR/comparison.md`` hold per seed: accuracy and every cost column of
 ``paravt_env.records.COST_KEYS`` (means per episode), the most crops any turn executed (sequential: at most 1),
 and errors; over seeds: each side's mean with its 95 % interval (Student's t over seeds) and the paired
-parallel - sequential difference; and the smallest difference these figures resolve: the half-width of that
-paired interval over seeds (the spread of training), beside the one over every (seed, video) pair (the spread
-of videos alone, which ignores that the videos of one seed share a policy).
+parallel - sequential difference; the (seed, video) pairs whose scores differ (``disagree``: few of them means
+the task is at ceiling for both, whatever the means say); and the smallest difference these figures resolve: the
+half-width of that paired interval over seeds (the spread of training), beside the one over every (seed, video)
+pair (the spread of videos alone, which ignores that the videos of one seed share a policy).
 """
 
 from __future__ import annotations
@@ -40,13 +45,14 @@ def _read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def run_figures(run: Path) -> dict[str, Any]:
-    """One run: its settings (from ``config.json``), its evaluation's figures and its per-video scores."""
+def run_figures(run: Path, evaluation: str = "eval") -> dict[str, Any]:
+    """One run: its settings (from ``config.json``), its evaluation ``RUN/{evaluation}``'s figures and its per-video
+    scores."""
     run = Path(run)
     config = _read_json(run / "config.json")
-    summary = _read_json(run / "eval" / "summary.json")
+    summary = _read_json(run / evaluation / "summary.json")
     scores, most = {}, 0
-    for row in read_results(run / "eval" / "results.jsonl"):
+    for row in read_results(run / evaluation / "results.jsonl"):
         scores[row["id"]] = float(row["score"])
         for turn in (row.get("episode") or {}).get("turns", []):
             most = max(most, sum(1 for c in turn.get("crops", []) if c.get("status") == "executed"))
@@ -60,10 +66,33 @@ def run_figures(run: Path) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def compare(parallel: Sequence[Path], sequential: Sequence[Path]) -> dict[str, Any]:
-    """The per-seed table, the means over seeds and the paired differences (``ValueError`` naming what does not
-    match: a run of the wrong dispatch, another budget, steps or held-out set, a seed without a partner)."""
-    sides = {"parallel": [run_figures(r) for r in parallel], "sequential": [run_figures(r) for r in sequential]}
+def evaluate_at_turns(run: Path, turns: int, evaluation: str = "eval", progress: bool = False) -> str:
+    """``RUN/{evaluation}_turns{turns}``: the checkpoint behind ``RUN/{evaluation}`` (the selected one for
+    ``eval_selected``, else the last) evaluated greedily on the run's held-out videos under its own protocol and
+    crop budget, with a turn budget of ``turns``; resumable. Returns the evaluation's name."""
+    from paravt.evaluation.harness import eval_options, evaluate
+    from paravt.evaluation.heldout import SELECTED_EVAL, selected
+    from paravt.evaluation.policy_specs import make_agent_factory
+    from paravt_env import load_samples
+
+    run = Path(run)
+    model = selected(run)["model"] if evaluation == SELECTED_EVAL else run / "checkpoint" / "model"
+    if not Path(model).is_dir():
+        raise FileNotFoundError(f"{model} is missing: {run}'s weights are needed to evaluate it at a turn budget")
+    spec = f"hf:{model}"
+    name = f"{evaluation}_turns{turns}"
+    factory, subagent = make_agent_factory(spec)
+    evaluate(load_samples(run / "heldout"), factory, run / name, eval_options(spec, turn_budget=turns),
+             progress=progress, subagent=subagent, run_config={"policy": spec, "data": str(run / "heldout")})  # fmt: skip
+    return name
+
+
+def compare(parallel: Sequence[Path], sequential: Sequence[Path], evaluation: str = "eval") -> dict[str, Any]:
+    """The per-seed table, the means over seeds and the paired differences of ``RUN/{evaluation}`` (``ValueError``
+    naming what does not match: a run of the wrong dispatch, another budget, steps or held-out set, a seed without
+    a partner)."""
+    sides = {"parallel": [run_figures(r, evaluation) for r in parallel],
+             "sequential": [run_figures(r, evaluation) for r in sequential]}
     for side, runs in sides.items():
         if not runs:
             raise ValueError(f"no {side} run given")
@@ -100,6 +129,7 @@ def compare(parallel: Sequence[Path], sequential: Sequence[Path]) -> dict[str, A
              for s in seeds for v in sorted(by_seed["parallel"][s]["scores"])]  # fmt: skip
     per_video = mean_ci(pairs)
     return {
+        "evaluation": evaluation, "disagree": sum(1 for d in pairs if d != 0),
         "seeds": seeds, "crop_budget": every[0]["crop_budget"], "steps": every[0]["steps"],
         "videos": len(next(iter(videos))), "per_seed": per_seed, "over_seeds": over,
         "parallel_minus_sequential": diff,
@@ -113,15 +143,15 @@ def _fmt(stat: dict[str, float | None], digits: int = 3) -> str:
     return f"{stat['mean']:.{digits}f}" + ("" if stat["ci95"] is None else f" ± {stat['ci95']:.{digits}f}")
 
 
-DIGITS = {"accuracy": 3, "turns": 2, "crops": 2, "frames_decoded": 1, "generated_tokens": 0, "prompt_tokens": 0,
-          "model_calls": 2, "wall_s": 2, "wall_s_serial": 2}  # fmt: skip
+DIGITS = {"accuracy": 3, "turns": 2, "crops": 2, "frames_decoded": 1, "visual_tokens": 0, "generated_tokens": 0,
+          "prompt_tokens": 0, "model_calls": 2, "critical_path": 2, "wall_s": 2, "wall_s_serial": 2}  # fmt: skip
 
 
 def to_markdown(result: dict[str, Any]) -> str:
     figs = [f for f in FIGURES if f in result["over_seeds"]]
     lines = [f"Trained parallel against trained sequential, crop budget {result['crop_budget']}, {result['steps']} RL "
              f"steps, {result['videos']} held-out videos, seeds {', '.join(map(str, result['seeds']))}; each policy "
-             "greedy under the protocol it was trained for.", "",
+             f"greedy under the protocol it was trained for (`RUN/{result.get('evaluation', 'eval')}`).", "",
              "| seed | side | " + " | ".join(figs) + " | most crops in a turn | errors |",
              "|---|---|" + "---|" * (len(figs) + 2)]  # fmt: skip
     for row in result["per_seed"]:
@@ -143,6 +173,8 @@ def to_markdown(result: dict[str, Any]) -> str:
     lines += ["", f"Smallest accuracy difference these figures resolve: {over_seeds} over seeds (the paired "
               f"interval's half-width); ± {small['over_seed_video_pairs']:.3f} over the {small['pairs']} (seed, video) "
               f"pairs (mean {pooled['mean']:+.3f}; this one ignores that a seed's videos share one policy).", ""]  # fmt: skip
+    if "disagree" in result:
+        lines += [f"(Seed, video) pairs whose scores differ: {result['disagree']} of {small['pairs']}.", ""]
     return "\n".join(lines)
 
 
@@ -151,16 +183,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parallel", nargs="+", type=Path, required=True, help="runs trained with parallel dispatch")
     p.add_argument("--sequential", nargs="+", type=Path, required=True, help="runs trained with sequential dispatch")
     p.add_argument("--out", type=Path, required=True, help="folder for comparison.json and comparison.md")
+    p.add_argument("--eval", default="eval", choices=("eval", "eval_selected"),
+                   help="which held-out evaluation of each run: eval (the last step, default) or eval_selected (the "
+                        "checkpoint selected on validation)")
+    p.add_argument("--turn-budget", default=None,
+                   help="also evaluate each checkpoint under its own protocol at these turn budgets (comma-separated; "
+                        "played where missing) and compare them: comparison_turnsT.json / .md")
     args = p.parse_args(argv)
     try:
-        result = compare(args.parallel, args.sequential)
+        from paravt.evaluation.dispatch_bench import parse_budgets
+
+        turns = parse_budgets(args.turn_budget, "--turn-budget") if args.turn_budget else ()
+        names = [(args.eval, "comparison")]
+        for t in turns:
+            for run in [*args.parallel, *args.sequential]:
+                evaluate_at_turns(run, t, args.eval)
+            names.append((f"{args.eval}_turns{t}", f"comparison_turns{t}"))
+        results = [(compare(args.parallel, args.sequential, name), stem) for name, stem in names]
     except (ValueError, FileNotFoundError, KeyError) as exc:
         p.error(str(exc))
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "comparison.json").write_text(json.dumps(result, indent=2) + "\n")
-    text = to_markdown(result)
-    (args.out / "comparison.md").write_text(text)
-    print(text)
+    for result, stem in results:
+        (args.out / f"{stem}.json").write_text(json.dumps(result, indent=2) + "\n")
+        text = to_markdown(result)
+        (args.out / f"{stem}.md").write_text(text)
+        print(text)
     return 0
 
 

@@ -46,7 +46,9 @@ def test_the_sides_are_paired_by_seed_with_every_cost_column(tmp_path):
     assert result["over_seeds"]["crops"]["parallel"]["mean"] == pytest.approx(4.5)
     pooled = result["accuracy_paired_by_seed_and_video"]
     assert pooled["mean"] == pytest.approx(0.25) and result["smallest_resolvable"]["pairs"] == 8
+    assert result["disagree"] == 2  # v2 on seed 0, v1 on seed 1: the pairs off ceiling
     text = to_markdown(result)
+    assert "(Seed, video) pairs whose scores differ: 2 of 8." in text
     assert "| 0 | sequential | 0.500 |" in text and "| accuracy | 0.625 ± " in text
 
 

@@ -270,3 +270,55 @@ def test_the_teacher_of_a_sequential_arm_crops_one_window_a_turn_within_the_budg
         assert parse(t.turn_texts[-1]).answer
     assert any(len(t.turn_texts) > 2 for t in cropped)  # the coverage goes on a window a turn
     assert all("one window at a time" in t.turn_texts[0] for t in cropped)
+
+
+def _two():
+    events = [Event(start=12.0, end=15.0, label="red star", attributes={"colour": "red", "shape": "star"}),
+              Event(start=70.0, end=73.0, label="blue cross", attributes={"colour": "blue", "shape": "cross"})]  # fmt: skip
+    return VideoQASample(id="t", video_path="v.mp4", question="Two coloured shapes ... What are their colours?",
+                         answer="red blue", question_type="oe", duration=90.0, events=events,
+                         extra={"kind": "oe_colours", "relevant_events": ["red star", "blue cross"]})  # fmt: skip
+
+
+def test_a_multi_event_question_is_answered_only_after_every_needle_was_seen():
+    from paravt.learners.coldstart.teacher import needed_events
+
+    s = _two()
+    assert needed_events(s) == 2 and needed_events(_sample()) == 1
+    # the overview shows the red one only: the teacher says so and crops (it does not answer half)
+    first = first_turn(s, [13.0, 40.0, 80.0], 90.0, window=20.0, max_calls=5, needed=2, widen=False)
+    assert "The overview shows a red shape. I will inspect" in first and parse_response(first).answer is None
+    # crops that show the blue one answer both, with the red one the overview showed
+    done = crop_turn(s, [62.0, 71.0], 90.0, window=20.0, max_calls=5, last=False, needed=2, earlier=[13.0, 40.0],
+                     widen=False)  # fmt: skip
+    assert parse_response(done).answer == "red blue" and "a red shape, a blue shape" in done
+    # without what the earlier frames showed the same crops are half the evidence: the coverage goes on
+    more = crop_turn(s, [62.0, 71.0], 90.0, window=20.0, max_calls=5, last=False, needed=2, widen=False)
+    assert parse_response(more).answer is None and parse_response(more).valid_tool_calls
+    # the last turn with one needle found names its colour (the honest half answer), not a guess
+    assert parse_response(final_turn(s, [71.0], 2)).answer == "blue"
+    # the tool-shy teacher answers what its overview showed instead of guessing blind
+    shy = first_turn(s, [13.0, 40.0, 80.0], 90.0, window=20.0, max_calls=5, needed=2, guess="green cyan")
+    assert parse_response(shy).answer == "red"
+
+
+def test_the_teacher_plays_the_two_colours_family_to_both_colours(synth_two_colours, tiny_qwen3):
+    """Teacher episodes through the real env on the family's videos: every cropping episode that found both
+    needles answers both colours, the rest name what they found; nothing is dropped."""
+    pytest.importorskip("torch")
+    from paravt.learners.coldstart.pipeline import teacher_episodes
+    from paravt.learners.config import load_recipe
+    from paravt.policies.hf import HFPolicy
+    from paravt_env.protocol import parse_response as parse
+
+    cfg = load_recipe("tiny_cpu", ["data.task=two_colours", "sft.episodes=10", "sft.frame_budgets=[4]", "sft.crop_rate=1.0",
+                                   "env.crop_budget=8"])  # fmt: skip
+    samples = list(synth_two_colours[1])
+    episodes, dropped = teacher_episodes(HFPolicy.from_pretrained(tiny_qwen3), samples, cfg)
+    assert dropped == 0 and len(episodes) == 10
+    full = [t for t, s in zip(episodes, samples, strict=True) if parse(t.turn_texts[-1]).answer == s.answer]  # episode i plays sample i
+    assert len(full) >= 8, [parse(t.turn_texts[-1]).answer for t in episodes]
+    for t, s in zip(episodes, samples, strict=True):  # it answers both only where its frames showed both
+        if t in full:
+            assert all(f"a {c} shape" in t.turn_texts[-1] for c in s.answer.split()), t.turn_texts[-1]
+    assert any(len(t.turn_texts) > 2 for t in full)  # some needed a second round of crops to find the second needle
