@@ -44,3 +44,21 @@ def test_a_batched_evaluation_reports_its_elapsed_time_not_the_sum(synth_small, 
     saved = json.loads((tmp_path / "ev" / "summary.json").read_text())
     assert saved["wall_s"] == summary["wall_s"]
     assert saved["cost"]["wall_s_p50"] <= saved["cost"]["wall_s_p95"]
+
+
+def test_exact_binomial_and_bootstrap_intervals_stay_within_zero_and_one():
+    from paravt.evaluation.stats import bootstrap_ci, clopper_pearson, minimum_detectable, pairs_for_power
+
+    assert clopper_pearson(0, 10) == (0.0, pytest.approx(0.3085, abs=1e-4))  # the rule of three's exact cousin
+    lo, hi = clopper_pearson(3, 10)
+    assert (lo, hi) == (pytest.approx(0.0667, abs=1e-4), pytest.approx(0.6525, abs=1e-4))
+    assert clopper_pearson(10, 10)[1] == 1.0
+    with pytest.raises(ValueError, match="0 <= k <= n"):
+        clopper_pearson(4, 3)
+    b = bootstrap_ci([0.0, 1.0, 1.0])
+    assert b["mean"] == pytest.approx(2 / 3) and b["low"] == 0.0 and b["high"] == 1.0
+    assert bootstrap_ci([0.0, 1.0, 1.0]) == b  # a fixed seed: it recomputes exactly
+    assert bootstrap_ci([0.5])["low"] is None
+    # power: 80 % at one-sided 2.5 % needs ((1.96 + 0.84) sd / effect)^2 + 1 pairs; the inverse gives the effect back
+    assert pairs_for_power(0.1, 0.1) == 9
+    assert minimum_detectable(9, 0.1) == pytest.approx(2.801585 * 0.1 / 8**0.5, abs=1e-6)  # 0.0990: back to ~0.1

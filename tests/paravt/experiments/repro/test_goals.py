@@ -70,10 +70,46 @@ def test_with_one_seed_no_verdict_is_given_and_the_count_says_so():
     result = judge(arms, COLDSTART)
     assert result["made"] == 0 and {t["verdict"] for t in result["tests"]} == {"no verdict (fewer than 2 seeds, or not measured)"}
     text = "\n".join(to_markdown(result))
-    assert "(0 of 13 tests made)" in text and "about 0.7 of them would come out" in text
+    assert "(0 of 13 tests made)" in text and "8 of the 13 tests are one-sided tests" in text
 
 
 def test_missing_arms_are_not_measured_rather_than_guessed():
     result = judge({}, {})
     assert result["made"] == 0 and result["count"] == 13
     assert "not measured" in result["tests"][0]["figures"]
+
+
+def test_what_chance_gives_is_counted_for_the_tests_as_they_are():
+    """Eight one-sided difference tests at 2.5 %; goals 3 and 5 are met by a run in which RL changed nothing where
+    the cold start already meets them (it crops on every miss here), goal 1 never: about 4.2 of 13, not 0.65."""
+    cold = {k: {"accuracy": 0.6, "avg_tool_calls": 4.0, "by_overview": {"missed": {"n": 50, "tool_usage_rate": 1.0}}}
+            for k in ("16", "64")}  # fmt: skip
+    c = judge(_arms(), cold)["chance"]
+    assert c["one_sided_tests"] == 8 and c["no_difference"] == pytest.approx(0.2)
+    assert c["do_nothing"] == pytest.approx(4.2) and c["unknown"] == 0
+    assert sorted(c["met_by_the_cold_start"]) == ["goal 3 (released)", "goal 3 (tool-neutral)", "goal 5 (released)",
+                                                  "goal 5 (tool-neutral)"]  # fmt: skip
+    # a cold start that crops on few of its misses would not meet goal 3 by itself
+    shy = {k: {**v, "by_overview": {"missed": {"n": 50, "tool_usage_rate": 0.2}}} for k, v in cold.items()}
+    assert judge(_arms(), shy)["chance"]["do_nothing"] == pytest.approx(2.2)
+    assert judge(_arms(), COLDSTART)["chance"]["unknown"] == 2  # its miss rates were not measured
+
+
+def test_the_sound_reading_counts_collapses_exactly_and_keeps_proportions_in_range():
+    cold = {k: {"accuracy": 0.6, "avg_tool_calls": 4.0, "by_overview": {"missed": {"n": 50, "tool_usage_rate": 1.0}}}
+            for k in ("16", "64")}  # fmt: skip
+    arms = _arms()
+    rates = (0.0, 1.0, 1.0)  # bimodal over seeds: a t interval would run past 0 and 1
+    for seed, rate in zip(SEEDS, rates, strict=True):
+        for k in ("16", "64"):
+            row = arms["vanilla_grpo_neutral"]["eval"]["parallel"][k][seed]
+            row["by_overview"]["missed"]["tool_usage_rate"] = rate
+            row["avg_tool_calls"] = 4.0 * rate
+    sound = judge(arms, cold)["sound"]["vanilla_grpo_neutral"]
+    assert sound["collapsed"]["count"] == 1 and sound["collapsed"]["n"] == 3
+    assert sound["collapsed"]["low"] == pytest.approx(0.0084, abs=1e-4) and sound["collapsed"]["high"] == pytest.approx(0.9057, abs=1e-4)
+    miss = sound["miss_crop_rate_k16"]
+    assert miss["mean"] == pytest.approx(2 / 3) and 0.0 <= miss["low"] <= miss["high"] <= 1.0
+    assert sound["probe_retention_k16"]["seeds"] == {0: 0.0, 1: 1.0, 2: 1.0}
+    text = "\n".join(to_markdown(judge(arms, cold)))
+    assert "| vanilla_grpo_neutral |" in text and "1 of 3 [0.01, 0.91]" in text
