@@ -96,3 +96,21 @@ def minimum_detectable(n: int, sd: float, *, alpha: float = 0.025, power: float 
     if n < 2:
         raise ValueError(f"minimum_detectable needs n >= 2 replicates, got {n}")
     return (Z[alpha] + Z[power]) * sd / math.sqrt(n - 1)
+
+
+def fisher_one_sided(a: int, n_a: int, b: int, n_b: int) -> float:
+    """Fisher's exact test, one-sided: the probability, with the margins fixed, of a count in group A at least ``a``
+    (``a`` of ``n_a`` against ``b`` of ``n_b``): whether A has the higher rate, e.g. runs that collapsed."""
+    total, k = n_a + n_b, a + b
+    denom = math.comb(total, k)
+    return sum(math.comb(n_a, i) * math.comb(n_b, k - i) for i in range(a, min(n_a, k) + 1)) / denom
+
+
+def fisher_power(p_a: float, p_b: float, n: int, alpha: float = 0.025) -> float:
+    """The chance that ``fisher_one_sided`` at ``alpha`` finds A's rate above B's with ``n`` runs in each, when their
+    true rates are ``p_a`` and ``p_b``: summed exactly over every pair of outcomes."""
+    def pmf(p: float, i: int) -> float:
+        return math.comb(n, i) * p**i * (1 - p) ** (n - i)
+
+    return sum(pmf(p_a, i) * pmf(p_b, j) for i in range(n + 1) for j in range(n + 1)
+               if fisher_one_sided(i, n, j, n) <= alpha)  # fmt: skip

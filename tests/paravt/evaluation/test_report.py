@@ -62,3 +62,14 @@ def test_exact_binomial_and_bootstrap_intervals_stay_within_zero_and_one():
     # power: 80 % at one-sided 2.5 % needs ((1.96 + 0.84) sd / effect)^2 + 1 pairs; the inverse gives the effect back
     assert pairs_for_power(0.1, 0.1) == 9
     assert minimum_detectable(9, 0.1) == pytest.approx(2.801585 * 0.1 / 8**0.5, abs=1e-6)  # 0.0990: back to ~0.1
+
+
+def test_fishers_exact_test_and_its_power():
+    from paravt.evaluation.stats import fisher_one_sided, fisher_power
+
+    assert fisher_one_sided(5, 10, 0, 10) == pytest.approx(0.01625, abs=1e-5)  # 5 of 10 against 0 of 10
+    assert fisher_one_sided(3, 10, 0, 10) == pytest.approx(0.1053, abs=1e-4)
+    assert fisher_one_sided(0, 10, 0, 10) == 1.0
+    assert fisher_power(0.5, 0.02, 10) == pytest.approx(0.539, abs=1e-3)
+    assert fisher_power(0.02, 0.02, 10) < 0.025  # no difference: at most the level
+    assert fisher_power(0.5, 0.02, 20) > fisher_power(0.5, 0.02, 10)
