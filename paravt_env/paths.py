@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 
 def cache_root() -> Path:
     """``$PARAVT_CACHE`` or ``~/.cache/paravt-gym``, not created: where things are or will be (a plan that
     writes nothing names paths under it)."""
-    return Path(os.environ.get("PARAVT_CACHE", Path.home() / ".cache" / "paravt-gym"))
+    from .environ import directory
+
+    return Path(directory("PARAVT_CACHE") or Path.home() / ".cache" / "paravt-gym")
 
 
 def cache_dir() -> Path:

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere: the package beside it
     sys.path.insert(0, str(ROOT))
 
-from paravt.experiments.repro.goals import held_out, last_quarter, miss_crop_rate, retention  # noqa: E402 - after the path fix above
+from paravt.experiments.repro.gate import read_gate  # noqa: E402 - after the path fix above
+from paravt.experiments.repro.goals import held_out, last_quarter, miss_crop_rate, retention  # noqa: E402
 
 REPRO = ROOT / "docs/repro"
 DIRS = {0: REPRO / "repro_cpu_prior_seed0", 1: REPRO / "repro_cpu_prior", 2: REPRO / "repro_cpu_prior_seed2"}
@@ -72,7 +73,7 @@ def _spread(values: list[float | None]) -> dict[str, Any]:
 def cold_start(directory: Path, report: dict[str, Any]) -> dict[str, Any]:
     """The cold start's gate and held-out figures, and each of ``ARMS``' RL seed ``RL_SEED`` figures (``report``: the
     directory's ``report.json``)."""
-    gate = json.loads((directory / "coldstart/gate.json").read_text())
+    gate = read_gate(directory / "coldstart/gate.json")
     habit = next(c for c in gate["checks"] if c["name"] == "calls by habit")
     base = report.get("coldstart", {})
     return {

@@ -189,6 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from paravt_env.environ import EnvironmentVariableError, check_environment
+
+    try:  # before any work: a bad variable would otherwise surface hours in, far from where it was set
+        check_environment()
+    except EnvironmentVariableError as exc:
+        print(f"paravt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     with said_once(args.command):
         return _run(args)
 

@@ -39,8 +39,8 @@ from paravt.evaluation.report import LATENCY_PERCENTILES, percentile
 from paravt.evaluation.stats import mean_ci
 from paravt.evaluation.store import RESULTS, read_results
 from paravt_env import VideoQASample
-from paravt_env.storage import write_text_atomic
 from paravt_env.records import COST_KEYS
+from paravt_env.storage import write_text_atomic
 
 MODES = ("parallel", "sequential")
 DEFAULT_BUDGETS = (1, 2, 4, 8)

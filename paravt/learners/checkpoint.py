@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from paravt.policies.card import CARD_NAME, write_card
-from paravt.policies.hf import weights_problem
+from paravt.policies.weights import weights_problem
 from paravt_env import storage
 
 logger = logging.getLogger(__name__)

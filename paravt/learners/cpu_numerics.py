@@ -43,7 +43,9 @@ def pin_cpu_numerics() -> dict[str, Any]:
     what is in force (``numerics_record``)."""
     import torch
 
-    if _x86() and os.environ.get(OPT_OUT, "").strip() != "1":
+    from paravt_env.environ import flag
+
+    if _x86() and not flag(OPT_OUT):
         for name, value in PINS.items():
             os.environ.setdefault(name, value)
         torch.backends.mkldnn.enabled = False
@@ -88,14 +90,19 @@ COMPARED = ("cpu_capability", "mkl_cbwr", "onednn", "threads", "torch")
 
 def record_numerics(run: str | Path, resume: bool) -> dict[str, Any]:
     """Write ``RUN/numerics.json`` (``numerics_record``); on resume, first warn of every setting that differs from
-    the one the run started with (it continues, on other floats from here on)."""
+    the one the run started with (it continues, on other floats from here on). A record that cannot be read
+    (not JSON, not an object) stops the resume with a ``DamagedFile`` naming it, and is left as it is: it is the
+    only witness of the numerics the run started with."""
+    from paravt_env.storage import DamagedFile, read_json
+
     path = Path(run) / NUMERICS_FILE
     now = numerics_record()
     if resume and path.is_file():
         try:
-            before = json.loads(path.read_text())
-        except (OSError, ValueError):
-            before = {}
+            before = read_json(path)
+        except DamagedFile as exc:
+            raise DamagedFile(f"{exc}: it records the CPU numerics the run started with, and is kept as it is; move it "
+                              "aside to resume without that check") from None  # fmt: skip
         changed = [f"{k} {before.get(k)!r} -> {now[k]!r}" for k in COMPARED if before.get(k, now[k]) != now[k]]
         if changed:
             logger.warning("%s was started with other CPU numerics (%s): the resumed run computes other floats from "

@@ -39,14 +39,10 @@ def resolve_threads(requested: int | None = None, workers: int = 1) -> tuple[int
         if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
             raise ValueError(f"--threads must be an integer >= 1, got {requested!r}")
         return requested, "--threads"
-    text = os.environ.get(ENV, "").strip()
-    if text:
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise ValueError(f"{ENV} must be an integer >= 1, got {text!r}")
+    from paravt_env.environ import positive_int
+
+    value = positive_int(ENV)
+    if value is not None:
         return value, ENV
     return default_threads(workers), f"default: half of {available_cpus()} usable core(s)" + (
         f" over {workers} jobs" if workers > 1 else "")

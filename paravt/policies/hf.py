@@ -38,6 +38,7 @@ from paravt.policies.vision_inputs import (
     expand_image_tokens,
     load_tokenizer_and_image_processor,
 )
+from paravt.policies.weights import weights_problem
 from paravt_env.messages import Message
 from paravt_env.protocol import THINK_PREFIX
 
@@ -50,35 +51,6 @@ as the reference the engine is tested and benchmarked against)."""
 
 def _rgb_arrays(images: Sequence[Any]) -> list[np.ndarray]:
     return [np.asarray(im.convert("RGB")) if hasattr(im, "convert") else np.asarray(im) for im in images]
-
-
-def weights_problem(path: str | Path) -> str | None:
-    """What makes a local checkpoint's ``*.safetensors`` unloadable, from their headers alone (a file cut short by a
-    full disk or a kill: its header names tensors past its end), or None. A hub id or a folder without safetensors
-    is left to transformers."""
-    import json
-    import struct
-
-    folder = Path(path)
-    if not folder.is_dir():
-        return None
-    for f in sorted(folder.glob("*.safetensors")):
-        size = f.stat().st_size
-        with open(f, "rb") as fh:
-            head = fh.read(8)
-            if len(head) < 8:
-                return f"{f.name} is {size} bytes, too short to be a safetensors file"
-            (n,) = struct.unpack("<Q", head)
-            if n > size - 8:
-                return f"{f.name} is cut short: its header alone claims {n} bytes of its {size}"
-            try:
-                header = json.loads(fh.read(n))
-                end = max((int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__"), default=0)
-            except (ValueError, KeyError, TypeError, IndexError):
-                return f"{f.name} has an unreadable header"
-        if 8 + n + end > size:
-            return f"{f.name} is cut short: {size} bytes where its tensors need {8 + n + end}"
-    return None
 
 
 class HFPolicy:

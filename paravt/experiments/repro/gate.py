@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from paravt_env.storage import read_json, write_text_atomic
+from paravt_env.storage import DamagedFile, read_json, write_text_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +93,30 @@ class GateFailed(RuntimeError):
 
 def gate_path(out: Path) -> Path:
     return Path(out) / "coldstart" / "gate.json"
+
+
+CHECK_FIELDS = {"name": str, "what": str, "value": (int, float), "threshold": (int, float), "passed": bool, "detail": str}
+"""Each check of ``gate.json`` and the type of each of its fields."""
+
+
+def read_gate(path: Path) -> dict[str, Any]:
+    """``gate.json`` as the report and the gate read it: an object whose ``passed`` is a boolean and whose
+    ``checks`` are objects of ``CHECK_FIELDS``; anything else is a ``DamagedFile`` naming the file and the field (a
+    number written as a string would otherwise fail far away, in a format code)."""
+    gate = read_json(path)
+    if not isinstance(gate.get("passed"), bool):
+        raise DamagedFile(f"{path}: damaged, field 'passed' is {gate.get('passed')!r}, not true or false")
+    checks = gate.get("checks")
+    if not isinstance(checks, list):
+        raise DamagedFile(f"{path}: damaged, field 'checks' is {type(checks).__name__}, not a list")
+    for i, check in enumerate(checks):
+        if not isinstance(check, dict):
+            raise DamagedFile(f"{path}: damaged, checks[{i}] is a {type(check).__name__}, not an object")
+        for field, kind in CHECK_FIELDS.items():
+            value = check.get(field)
+            if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+                raise DamagedFile(f"{path}: damaged, checks[{i}].{field} is {value!r}")
+    return gate
 
 
 def kappa_seeds_for(run_seeds, n: int) -> list[int]:
@@ -209,10 +233,9 @@ def run_gate(out: Path, cfg, gate: GateConfig | None = None, *, enforce: bool = 
     result = None
     if path.is_file():
         try:
-            saved = read_json(path)
-        except (OSError, ValueError) as exc:  # measured again and rewritten: said, not silently
-            logger.warning("repro: %s; the gate is measured again", exc)
-            saved = {}
+            saved = read_gate(path)
+        except DamagedFile as exc:  # never overwritten: it is the record the report reads
+            raise DamagedFile(f"{exc}: move it aside to measure the gate again") from None
         # a gate saved before the habit check existed did not check it: the same as min_crop_habit None
         saved_gate = {"min_crop_habit": None, **saved.get("gate", {})} if isinstance(saved.get("gate"), dict) else None
         same = (saved.get("version") == GATE_VERSION and saved_gate == json.loads(json.dumps(asdict(gate)))

@@ -10,7 +10,7 @@ waits while each saves its checkpoint (a second signal to a trainer that is savi
 A worker never outlives its parent: the kernel sends it SIGTERM when the parent dies, however it dies (kill -9
 included: ``PR_SET_PDEATHSIG``), and it stops as on Ctrl-C, saving its checkpoint first. Where that interrupt is
 lost (Python drops an exception raised inside a finalizer; a loop outside training never looks for it again), a
-watcher thread that waits on the parent's sentinel ends the worker ``ORPHAN_GRACE_S`` after the parent's death:
+watcher thread that waits on the parent's sentinel ends the worker ``PARAVT_ORPHAN_GRACE_S`` seconds after the parent's death:
 checkpoints and results are written aside and swapped in, so an exit at any instant leaves the last complete ones,
 never a half-written run that reads as finished. A rerun then finds no orphan writing into its run directories.
 """
@@ -126,22 +126,36 @@ def die_with_parent(parent: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-ORPHAN_GRACE_S = float(os.environ.get("PARAVT_ORPHAN_GRACE_S", "120"))
-"""Seconds a worker whose parent died has to save and exit on its own before the watcher ends it."""
+ORPHAN_GRACE = "PARAVT_ORPHAN_GRACE_S"
+"""Seconds a worker whose parent died has to save and exit on its own before the watcher ends it (default 120;
+``paravt_env.environ``: a finite number > 0, checked by every command before any work)."""
 
 
-def watch_parent(grace_s: float = ORPHAN_GRACE_S) -> threading.Thread | None:
+def orphan_grace_s() -> float:
+    from paravt_env.environ import ORPHAN_GRACE_DEFAULT_S, positive_seconds
+
+    return positive_seconds(ORPHAN_GRACE, ORPHAN_GRACE_DEFAULT_S)
+
+
+def watch_parent(grace_s: float | None = None) -> threading.Thread | None:
     """A daemon thread that waits on the parent's sentinel (ready when the parent dies, however) and, if this process
-    is still running ``grace_s`` later, ends it with ``os._exit``. The kernel's SIGTERM (``die_with_parent``) is the
-    orderly stop; this is the guarantee. None outside a multiprocessing child."""
+    is still running ``grace_s`` later (default ``orphan_grace_s``), ends it with ``os._exit``. The kernel's SIGTERM
+    (``die_with_parent``) is the orderly stop; this is the guarantee, and it cannot fail silently: whatever goes
+    wrong in the watcher ends the worker at once rather than leave an orphan unwatched. None outside a
+    multiprocessing child."""
     parent = multiprocessing.parent_process()
     if parent is None:
         return None
+    grace = orphan_grace_s() if grace_s is None else grace_s
 
     def watch() -> None:
-        multiprocessing.connection.wait([parent.sentinel])
-        time.sleep(grace_s)
-        logger.error("the parent of %s died %.0f s ago and this worker did not stop: ending it", os.getpid(), grace_s)
+        try:
+            multiprocessing.connection.wait([parent.sentinel])
+            time.sleep(grace)
+            logger.error("the parent of %s died %.0f s ago and this worker did not stop: ending it", os.getpid(), grace)
+        except BaseException as exc:  # noqa: BLE001 - the guarantee must hold whatever the watcher meets
+            logger.error("the parent watcher of %s failed (%s): ending this worker now rather than leave it unwatched",
+                         os.getpid(), exc)  # fmt: skip
         logging.shutdown()
         os._exit(143)  # as SIGTERM's exit status
 

@@ -232,7 +232,7 @@ def write_report(out: Path, cfg: ReproConfig, coldstart: dict[str, Any] | None =
                  wall_s: dict[str, float] | None = None) -> str:  # fmt: skip
     """``report.md``, ``report.png`` and ``report.json`` in ``out``; returns the Markdown. ``coldstart``: the
     cold start's held-out summaries by K (``coldstart_summary``)."""
-    from paravt.experiments.repro.gate import gate_path
+    from paravt.experiments.repro.gate import gate_path, read_gate
     from paravt.experiments.repro.gate import to_markdown as gate_table
 
     arms = collect(out, cfg)
@@ -263,7 +263,7 @@ def write_report(out: Path, cfg: ReproConfig, coldstart: dict[str, Any] | None =
         lines += ["Wall time on this machine: " + ", ".join(f"{k} {v / 60:.1f} min" for k, v in wall_s.items()) + ".", ""]
     gate = gate_path(out)
     if gate.is_file():
-        g = read_json(gate)
+        g = read_gate(gate)
         lines += [f"## (0) The shared cold start: probe gate ({'passed' if g['passed'] else '**failed**'}, {g['n']} "
                   f"held-out videos)", "", gate_table(g)]  # fmt: skip
         if not g["passed"] and not cfg.gate:

@@ -131,7 +131,7 @@ def test_a_turn_budget_axis_on_the_multi_event_family(synth_two_colours, tmp_pat
     assert results["turn_budgets"] == [2] and results["rounds"] == 3 and results["cores"] >= 1
     cells = {(c["mode"], c["turn_budget"]): c for c in results["cells"]}
     assert set(cells) == {("parallel", 2), ("sequential", 2)}
-    for (mode, turns), cell in cells.items():
+    for (mode, _), cell in cells.items():
         rows = read_results(out / f"{mode}_budget4_turns2" / "results.jsonl")
         assert len(rows) == len(samples) and all(len(r["episode"]["turns"]) <= 2 for r in rows)
         assert cell["visual_tokens"]["mean"] > 0 and cell["critical_path"]["mean"] >= cell["turns"]["mean"]

@@ -68,3 +68,18 @@ def test_a_resumed_run_on_other_numerics_is_warned_about(tmp_path, caplog):
     (message,) = [r.getMessage() for r in caplog.records]
     assert f"cpu_capability '{other['cpu_capability']}' -> " in message and f"threads {other['threads']} -> " in message
     assert "will not repeat" in message
+
+
+@pytest.mark.parametrize(("text", "why"), [("{not json", "not JSON"), ("[1, 2]", "holds a JSON list"),
+                                           ('"avx2"', "holds a JSON str"), ("null", "holds a JSON NoneType")])  # fmt: skip
+def test_a_damaged_record_stops_a_resume_by_name_and_is_kept(tmp_path, text, why):
+    from paravt.learners.cpu_numerics import NUMERICS_FILE, record_numerics
+    from paravt_env.storage import DamagedFile
+
+    path = tmp_path / NUMERICS_FILE
+    path.write_text(text)
+    with pytest.raises(DamagedFile, match=rf"numerics.json: damaged, {why}.*move it aside"):
+        record_numerics(tmp_path, resume=True)
+    assert path.read_text() == text  # the only witness of the run's first numerics is not overwritten
+    path.unlink()
+    assert record_numerics(tmp_path, resume=True)["threads"] >= 1 and path.is_file()

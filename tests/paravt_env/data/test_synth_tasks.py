@@ -11,8 +11,8 @@ from paravt.cli import main
 from paravt.cli.synth import TASK_NAMES
 from paravt_env.data.synth_plan import QUESTION_KINDS, TASKS, SynthConfig, plan_video, task_settings
 from paravt_env.data.synth_questions import make_samples
-from paravt_env.video.sampling import overview_times
 from paravt_env.rewards import answer_accuracy
+from paravt_env.video.sampling import overview_times
 
 MAIN_JOB = dict(min_duration=30, max_duration=150, size=112, min_event_seconds=2, max_event_seconds=4,
                 event_scale_min=0.6, event_scale_max=0.85, distractors=1)  # fmt: skip

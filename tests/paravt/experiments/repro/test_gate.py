@@ -46,6 +46,18 @@ def test_a_saved_gate_is_reused_only_for_the_same_thresholds_and_seeds(tmp_path,
     assert len(calls) == 3  # figures measured another way are measured again
 
 
+@pytest.mark.parametrize("damage", ["{cut", '{"passed": true, "checks": [{"value": "0.5"}]}'])
+def test_a_damaged_gate_is_named_and_never_overwritten(tmp_path, monkeypatch, damage):
+    from paravt_env.storage import DamagedFile
+
+    gate_path(tmp_path).parent.mkdir(parents=True)
+    gate_path(tmp_path).write_text(damage)
+    monkeypatch.setattr(gate_module, "measure", lambda *a, **k: pytest.fail("a damaged gate was measured over"))
+    with pytest.raises(DamagedFile, match="gate.json: damaged.*move it aside"):
+        run_gate(tmp_path, ReproConfig(), GateConfig())
+    assert gate_path(tmp_path).read_text() == damage
+
+
 def test_kappa_is_sampled_at_the_runs_own_seeds_first_then_at_unused_ones():
     """The κ check sees the step 1 the run's arms train on, and enough more batches that one lucky or unlucky
     8-rollout step does not decide it (issue 39: vanilla GRPO's step-1 κ ranged 0.25-2.62 over 13 seeds)."""

@@ -168,6 +168,10 @@ DAMAGE = [  # (file, what is written, the words of the error)
     ("arms/para_grpo/seed0/eval_parallel_k4/summary.json", "", "summary.json: damaged, not JSON"),
     ("arms/para_grpo/seed0/eval_parallel_k4/summary.json", '{"accuracy": 0.5, "n": 4}', "field 'avg_tool_calls' is None"),
     ("coldstart/gate.json", "null", "gate.json: damaged, holds a JSON NoneType"),
+    ("coldstart/gate.json", '{"passed": true, "checks": [{"name": "sees a crop", "what": "x", "value": "0.5", "threshold": 0.3, '
+                            '"passed": true, "detail": ""}]}', "gate.json: damaged, checks[0].value is '0.5'"),
+    ("coldstart/gate.json", '{"passed": "yes", "checks": []}', "gate.json: damaged, field 'passed' is 'yes'"),
+    ("coldstart/gate.json", '{"passed": true, "checks": {}}', "gate.json: damaged, field 'checks' is dict, not a list"),
 ]
 
 
