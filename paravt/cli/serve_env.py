@@ -15,6 +15,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--max-sessions", type=int, default=64, help="open sessions at once (503 beyond)")
     p.add_argument("--idle-timeout", type=float, default=600.0, help="seconds before an untouched session is closed")
     p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request body (413 beyond)")
+    p.add_argument("--max-unread-bytes", type=int, default=256 * 2**20,
+                   help="what replies clients have not read may hold at once, all connections together; past it the "
+                        "oldest unread connection is dropped first (default 256 MiB)")
     p.add_argument("--workers", type=int, default=None, help="env calls running at once (default: 2 per CPU core)")
     p.add_argument("--max-frame-budget", type=int, default=256, help="largest overview K a session may ask (400 beyond)")
     p.add_argument("--max-pixels", type=int, default=200704, help="largest frame a session may ask, in pixels")
@@ -30,7 +33,8 @@ def run(args: argparse.Namespace) -> int:
     extra = {"workers": args.workers} if args.workers is not None else {}
     limits = EnvServerLimits(max_sessions=args.max_sessions, idle_timeout_s=args.idle_timeout,
                              max_body_bytes=args.max_body_bytes, max_frame_budget=args.max_frame_budget,
-                             max_pixels=args.max_pixels, max_parallel=args.max_parallel, **extra)  # fmt: skip
+                             max_pixels=args.max_pixels, max_parallel=args.max_parallel,
+                             max_unread_bytes=args.max_unread_bytes, **extra)  # fmt: skip
     serve_env(args.data, args.host, args.port, video_root=args.video_root, limits=limits,
               ready=lambda line: print(line, flush=True))  # fmt: skip
     return 0

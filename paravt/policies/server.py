@@ -64,6 +64,9 @@ class ServeLimits:
     """A request's whole body must arrive within this long (408 otherwise); only then is it admitted."""
     write_timeout_s: float = 120.0
     """A reply must drain to its client within this long; a client that does not read it loses the connection."""
+    max_unread_bytes: int = 256 * 2**20
+    """What the replies clients have not read yet may hold at once, all connections together; past it the connection
+    whose unread reply waited longest is dropped first (``paravt_env.remote.asgi.UnreadReplies``)."""
 
 
 ROLES = frozenset({"system", "user", "assistant", "tool"})
@@ -184,7 +187,7 @@ class PolicyServer:
         self.work = threading.Lock()
         lim = self.limits
         self.bounded = BoundedRequests(self._app(), RequestBounds(lim.max_body_bytes, lim.body_timeout_s, lim.max_pending,
-                                                                  lim.write_timeout_s))  # fmt: skip
+                                                                  lim.write_timeout_s, lim.max_unread_bytes))  # fmt: skip
         self.http = UvicornServer(self.bounded, address)
         self.server_address = self.http.address
 

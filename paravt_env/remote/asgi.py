@@ -34,6 +34,10 @@ class RequestBounds:
     """A reply (or a WebSocket message) must drain to the client within this long; a client that does not read it
     has its connection dropped, and the unsent reply with it (without this, each unread reply stays in the server's
     send buffer for as long as the client keeps the connection open)."""
+    max_unread_bytes: int = 256 * 2**20
+    """What all the replies clients have not read yet may hold at once, across every connection of the server: past
+    it the connection whose unread bytes have waited longest is dropped first, and so on until they fit. The time
+    bound alone let six slow readers hold 1.1 GB of frames for two minutes."""
 
 
 class BoundedRequests:
@@ -44,13 +48,14 @@ class BoundedRequests:
     def __init__(self, app: Any, limits: RequestBounds) -> None:
         self.app, self.limits = app, limits
         self.inflight = 0
+        self.unread = UnreadReplies(limits.max_unread_bytes)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         try:
-            await self._bounded(scope, receive, _send_within(send, self.limits.write_timeout_s))
+            await self._bounded(scope, receive, _send_within(send, self.limits.write_timeout_s, self.unread))
         except _WriteTimedOut as exc:
             logger.warning("%s %s: %s", scope.get("method", "WS"), scope.get("path"), exc)
 
@@ -135,11 +140,44 @@ class _WriteTimedOut(Exception):
     pass
 
 
-def _send_within(send: Any, timeout_s: float) -> Any:
+class UnreadReplies:
+    """The connections of one server that hold reply bytes their clients have not read, oldest first, and a bound on
+    all of them together (``RequestBounds.max_unread_bytes``): past it, the connection whose bytes have waited
+    longest is aborted (which frees them), then the next, until the rest fit. Each is logged with what it held."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = int(max_bytes)
+        self.queued: dict[Any, None] = {}  # insertion order: the oldest unread reply first
+        self.cut = 0  # connections dropped for the bound, over the server's life
+
+    def total(self) -> int:
+        for transport in [t for t in self.queued if t.is_closing() or t.get_write_buffer_size() == 0]:
+            del self.queued[transport]  # drained or gone: nothing held any more
+        return sum(t.get_write_buffer_size() for t in self.queued)
+
+    def note(self, transport: Any) -> None:
+        """After a send on ``transport``: keep it while it holds unread bytes, and cut the oldest past the bound."""
+        if transport is None or transport.get_write_buffer_size() == 0:
+            return
+        self.queued.setdefault(transport, None)
+        total = self.total()
+        while total > self.max_bytes and self.queued:
+            oldest = next(iter(self.queued))
+            held = oldest.get_write_buffer_size()
+            logger.warning("unread replies hold %d bytes, above the bound of %d: dropped the connection whose %d unread "
+                           "bytes waited longest", total, self.max_bytes, held)  # fmt: skip
+            _abort(oldest)
+            del self.queued[oldest]
+            self.cut += 1
+            total -= held
+
+
+def _send_within(send: Any, timeout_s: float, unread: UnreadReplies | None = None) -> Any:
     """``send`` whose message must reach the client within ``timeout_s``. uvicorn's ``send`` returns once the bytes
     are queued on the connection (waiting only while a previous write is paused), so two checks: a send that blocks
     past the timeout, and, after each send, what is still queued: if the client has not taken it by then, the
-    connection is aborted, which frees what was queued for it (``_WriteTimedOut`` ends a request still running)."""
+    connection is aborted, which frees what was queued for it (``_WriteTimedOut`` ends a request still running).
+    ``unread`` bounds what every connection's queued bytes hold together (``UnreadReplies``)."""
     transport = getattr(getattr(send, "__self__", None), "transport", None)  # uvicorn's protocol object holds it
     watcher: asyncio.Task | None = None  # one per connection: the oldest queued bytes set the deadline
 
@@ -153,6 +191,8 @@ def _send_within(send: Any, timeout_s: float) -> Any:
         if transport is not None and transport.get_write_buffer_size() > 0 and (watcher is None or watcher.done()):
             watcher = asyncio.create_task(_drop_unread(transport, timeout_s))
             _watch(watcher)
+        if unread is not None:
+            unread.note(transport)
 
     return bounded
 

@@ -205,7 +205,7 @@ class EnvServer:
         self.limiter = anyio.CapacityLimiter(self.limits.workers)
         lim = self.limits
         self.bounded = BoundedRequests(create_app(self), RequestBounds(lim.max_body_bytes, lim.body_timeout_s, lim.max_inflight,
-                                                                       lim.write_timeout_s))  # fmt: skip
+                                                                       lim.write_timeout_s, lim.max_unread_bytes))  # fmt: skip
         try:
             self.http = UvicornServer(self.bounded, address, keep_alive_s=lim.socket_timeout_s)
         except OSError:

@@ -52,6 +52,9 @@ class EnvServerLimits:
     write_timeout_s: float = 120.0
     """A reply (or an OpenEnv message) must drain to its client within this long; a client that does not read it
     loses the connection, and the server the unsent reply (``paravt_env.remote.asgi.RequestBounds``)."""
+    max_unread_bytes: int = 256 * 2**20
+    """What the replies clients have not read yet may hold at once, all connections together; past it the connection
+    whose unread reply waited longest is dropped first (``paravt_env.remote.asgi.UnreadReplies``)."""
     workers: int = field(default_factory=lambda: max(2, 2 * (os.cpu_count() or 1)))
     """Env calls (decode, crop, encode) running at once; the rest queue in order. Two per core: on 2 cores, 4
     gave 13 % more calls/s than one thread per request, half the p95 latency and 13 % less memory."""

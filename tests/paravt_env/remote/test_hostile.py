@@ -328,3 +328,62 @@ def test_hostile_replies_are_refused_and_named(server_kwargs, client_kwargs, wor
         env.close()
     finally:
         server.close()
+
+
+class _FakeTransport:
+    def __init__(self, queued: int) -> None:
+        self.queued, self.aborted = queued, False
+
+    def get_write_buffer_size(self) -> int:
+        return 0 if self.aborted else self.queued
+
+    def is_closing(self) -> bool:
+        return self.aborted
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+def test_unread_replies_past_the_bound_cut_the_oldest_reader_first():
+    from paravt_env.remote.asgi import UnreadReplies
+
+    unread = UnreadReplies(max_bytes=250)
+    first, second, third = _FakeTransport(100), _FakeTransport(100), _FakeTransport(100)
+    unread.note(first)
+    unread.note(second)
+    assert not first.aborted and unread.total() == 200
+    unread.note(third)  # 300 > 250: the oldest goes, the two newer stay
+    assert (first.aborted, second.aborted, third.aborted) == (True, False, False) and unread.cut == 1
+    second.queued = 0  # read at last: it holds nothing and leaves the count
+    assert unread.total() == 100
+    unread.note(_FakeTransport(0))  # a reply that drained at once is never tracked
+    assert len(unread.queued) == 1
+
+
+def test_slow_readers_past_the_servers_unread_bound_are_cut_oldest_first(env_samples, start_env_server):
+    """The time bound (60 s here) would let each slow reader hold its 13 MB reply for a minute; the bound on unread
+    bytes (16 MB, above one reply, below two) cuts the oldest as soon as a second one queues, and a client that reads
+    gets its whole reply."""
+    import time
+
+    server = start_env_server(env_samples, write_timeout_s=60.0, max_unread_bytes=16 * 2**20)
+    sid = post(server.url, "/v1/sessions", {"options": BIG}).json()["session_id"]
+    full = len(post(server.url, f"/v1/sessions/{sid}/reset", {"options": {"index": 0}}).content)
+    body = json.dumps({"options": {"index": 0}}).encode()
+    request = (b"POST /v1/sessions/%s/reset HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n" % (sid.encode(), len(body)) + body)  # fmt: skip
+    slow = []
+    for _ in range(2):
+        sock = socket.create_connection(server.server_address[:2])
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 16)
+        sock.sendall(request)
+        slow.append(sock)
+        time.sleep(2.0)  # the reply is queued before the next reader asks
+    start = time.monotonic()
+    first = _received(slow[0], 1.0)
+    assert 0 < len(first.partition(b"\r\n\r\n")[2]) < full and time.monotonic() - start < 30  # cut, long before 60 s
+    assert server.bounded.unread.cut >= 1
+    reply = post(server.url, f"/v1/sessions/{sid}/reset", {"options": {"index": 0}})  # a reader: whole, the last
+    assert reply.status_code == 200 and reply.json()["observation"]["frames"]["shape"][0] == 64  # slow one cut instead
+    for sock in slow:
+        sock.close()
