@@ -333,7 +333,7 @@ def _evaluate(samples, make_agent, out: Path, config: EnvConfig, *, concurrency:
     rows = [r for r in read_results(out / RESULTS) if r["id"] in wanted]
     summary = summarize(rows)
     if not settings and (out / "summary.json").is_file():  # nothing ran now: keep what the first run read
-        with contextlib.suppress(ValueError, KeyError, TypeError):
+        with contextlib.suppress(ValueError, KeyError, TypeError, RecursionError):
             settings.update(json.loads((out / "summary.json").read_text())["fingerprint"]["sampling"])
     config = json.loads((out / CONFIG).read_text())
     summary["fingerprint"] = fingerprint(config, rows, settings)

@@ -99,7 +99,9 @@ ran with was not written down; the first rows were made under the caller's defau
 def check_config(out: Path, config: dict[str, Any]) -> None:
     path = out / CONFIG
     if path.exists():
-        old = json.loads(path.read_text())
+        from paravt_env.storage import read_json
+
+        old = read_json(path)  # damaged: a DamagedFile naming it, and the file left as it is
         diff = {k: (old.get(k), v) for k, v in config.items()
                 if k != "limit" and old.get(k) != v and not (k in LATE_RECORDED and k not in old)}  # fmt: skip
         if diff:

@@ -48,7 +48,7 @@ def problem(path: Path) -> str | None:
     try:
         state = json.loads((path / "state.json").read_text())
         int(state["step"]), list(state["order"])
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         return f"state.json is unreadable ({exc.__class__.__name__}: {exc})"
     if not any(f.stat().st_size > 0 for f in (path / "model").glob("model*.safetensors")):
         return "model/ holds no weights"
@@ -61,7 +61,7 @@ def saved_step(ckpt: Path) -> int | None:
     """The step ``ckpt`` was saved at, None where it has no readable state."""
     try:
         return int(json.loads((ckpt / "state.json").read_text())["step"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return None
 
 

@@ -43,7 +43,7 @@ class RunState:
         state = out / "checkpoint" / "state.json"
         try:
             step = int(json.loads(state.read_text())["step"]) if state.is_file() else None
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             step = None
         store = ColdStartStore(out)
         return cls(step=step, coldstart_saved=(out / "coldstart" / "model" / CARD_NAME).is_file(),

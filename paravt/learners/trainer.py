@@ -154,7 +154,10 @@ class Trainer:
         path = self.out / "config.json"
         if not path.is_file():
             return
-        old, new = flatten_dotted(json.loads(path.read_text())), flatten_dotted(json.loads(json.dumps(self.cfg.as_dict())))
+        from paravt_env.storage import read_json
+
+        old = flatten_dotted(read_json(path))  # a damaged config.json is named (DamagedFile), never overwritten
+        new = flatten_dotted(json.loads(json.dumps(self.cfg.as_dict())))
         # A setting newer than the run (absent from its config.json) at its default changes nothing it did.
         defaults = flatten_dotted(json.loads(json.dumps(type(self.cfg)().as_dict())))
         changed = sorted(k for k in old.keys() | new.keys()

@@ -33,6 +33,8 @@ def read_card(model_dir: str | Path) -> dict[str, Any]:
         card = json.loads(path.read_text())
     except ValueError as exc:
         raise ValueError(f"{path} is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise ValueError(f"{path} is nested too deeply to be a policy card") from None
     if not isinstance(card, dict):
         raise ValueError(f"{path} must hold a JSON object")
     return card

@@ -368,3 +368,17 @@ def test_a_checkpoint_is_evaluated_with_the_tokens_per_turn_it_was_trained_with(
     del config["max_new_tokens"]  # written before the cap was recorded
     (out / "eval_config.json").write_text(json.dumps(config))
     assert main([*base, "--out", str(out)]) == 0
+
+
+@pytest.mark.parametrize("damage", ["[1, 2]", "{cut", "[" * 50_000 + "]" * 50_000])
+def test_a_damaged_eval_config_is_named_and_left_as_it_is(synth_small, tmp_path, capsys, damage):
+    from paravt.cli import main
+
+    data, _ = synth_small
+    out = tmp_path / "ev"
+    out.mkdir()
+    (out / "eval_config.json").write_text(damage)
+    assert main(["eval", "--policy", "no_tool", "--data", str(data), "--limit", "1", "--out", str(out), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "eval_config.json: damaged" in err and "Traceback" not in err
+    assert (out / "eval_config.json").read_text() == damage

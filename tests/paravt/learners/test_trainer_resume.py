@@ -86,6 +86,19 @@ def test_sigterm_saves_and_kills_at_any_point_resume(tmp_path, monkeypatch, caps
                  *FAST, "grpo.kl_coef=0.5"]) == 0  # fmt: skip
     assert json.loads((run / "config.json").read_text())["grpo"]["kl_coef"] == 0.5
 
+    # damaged run files on --resume: named, one line, and left as they are (round 6)
+    for name, damage, words in (("config.json", "[1, 2]", "config.json: damaged, holds a JSON list"),
+                                ("numerics.json", "null", "numerics.json: damaged, holds a JSON NoneType")):  # fmt: skip
+        good = (run / name).read_text()
+        (run / name).write_text(damage)
+        capsys.readouterr()
+        assert main(["train", "--out", str(run), "--steps", "2", "--resume", "--allow-config-change", "--no-progress",
+                     *FAST, "grpo.kl_coef=0.5"]) == 1  # fmt: skip
+        err = capsys.readouterr().err
+        assert words in err and "Traceback" not in err, err
+        assert (run / name).read_text() == damage
+        (run / name).write_text(good)
+
 
 def test_cli_refuses_impossible_settings_before_any_work(tmp_path, capsys):
     assert main(["train", "--out", str(tmp_path / "a"), "--steps", "-3"]) == 1
