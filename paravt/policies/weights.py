@@ -55,8 +55,8 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def header_problem(header: Any, buffer: int) -> str | None:
-    """What is wrong with a parsed header whose byte buffer holds ``buffer`` bytes, or None."""
+def header_problem(header: Any, buffer: int | None = None) -> str | None:
+    """What is wrong with a parsed header whose byte buffer holds ``buffer`` bytes (None: not checked), or None."""
     if not isinstance(header, dict):
         return f"its header is a JSON {type(header).__name__}, not an object"
     spans = []
@@ -85,9 +85,14 @@ def header_problem(header: Any, buffer: int) -> str | None:
         if begin != at:
             return f"tensor {name!r} starts at byte {begin} of the buffer where the previous one ends at {at}"
         at = end
-    if at > buffer:
+    if buffer is not None and at > buffer:
         return f"it is cut short: its tensors need {at} bytes of buffer, it holds {buffer}"
     return None
+
+
+def buffer_needed(header: dict[str, Any]) -> int:
+    """The bytes of buffer a sound header's tensors span."""
+    return max((int(t["data_offsets"][1]) for k, t in header.items() if k != "__metadata__"), default=0)
 
 
 def file_problem(path: Path) -> str | None:
@@ -113,8 +118,12 @@ def file_problem(path: Path) -> str | None:
         header = json.loads(text)
     except (ValueError, RecursionError):
         return f"{path.name} has a header that is not JSON"
-    why = header_problem(header, size - 8 - n)
-    return None if why is None else f"{path.name}: {why}"
+    why = header_problem(header)
+    if why is not None:
+        return f"{path.name}: {why}"
+    if 8 + n + buffer_needed(header) > size:  # a file cut short by a full disk or a kill
+        return f"{path.name} is cut short: {size} bytes where its tensors need {8 + n + buffer_needed(header)}"
+    return None
 
 
 def weights_problem(path: str | Path) -> str | None:

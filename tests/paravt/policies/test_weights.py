@@ -35,7 +35,7 @@ def test_a_sound_file_passes_and_a_real_checkpoint_too(tmp_path, tiny_qwen3):
     ({"a": {**GOOD["a"], "data_offsets": [16, 0]}}, 16, "has data_offsets [16, 0]"),
     ({"a": {**GOOD["a"], "shape": [4, 4]}}, 16, "spans 16 bytes where shape [4, 4] of F32 needs 64"),
     ({"a": GOOD["a"], "b": {**GOOD["b"], "data_offsets": [8, 14]}}, 22, "starts at byte 8 of the buffer where the previous one ends at 16"),
-    ({"a": GOOD["a"]}, 8, "cut short: its tensors need 16 bytes of buffer, it holds 8"),
+    ({"a": GOOD["a"]}, 8, "is cut short: "),
     ({"__metadata__": {"x": 1}}, 0, "__metadata__ is not an object of strings"),
 ])  # fmt: skip
 def test_hostile_headers_are_named(tmp_path, header, buffer, message):
@@ -53,6 +53,7 @@ def test_deep_nesting_huge_claims_and_bytes_that_are_not_json(tmp_path):
     (tmp_path / "t.safetensors").write_bytes(b"abc")
     assert "too short to be a safetensors file" in file_problem(tmp_path / "t.safetensors")
     assert header_problem({}, 0) is None  # an empty checkpoint file is well-formed
+    assert "cut short: its tensors need 16 bytes of buffer, it holds 8" in header_problem({"a": GOOD["a"]}, 8)
 
 
 @pytest.mark.parametrize("header", [[1, 2], b"[" * 50_000 + b"]" * 50_000])
