@@ -48,9 +48,20 @@ def install_hint(exc: BaseException) -> str:
     return f"; this command needs the [{extra}] extra: {first}pip install -e \".[{extra}]\" (or \"paravt-gym[{extra}]\")"
 
 
+def _version() -> str:
+    """The installed distribution's version (``pyproject.toml``), without importing anything heavy."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("paravt-gym")
+    except PackageNotFoundError:
+        return "unknown (not installed: pip install -e .)"
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="paravt", description="ParaVT-Gym: parallel video tool calling.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in SUBCOMMANDS.items():
         if only is not None and name != only:

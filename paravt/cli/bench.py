@@ -43,6 +43,10 @@ def run_dispatch(args: argparse.Namespace) -> int:
     from paravt.evaluation.policy_specs import preflight
     from paravt_env import load_samples
 
+    from paravt.baselines import BASELINES
+
+    if args.policy in BASELINES and args.max_new_tokens is not None:  # refused, not ignored without a word
+        raise ValueError(f"--max-new-tokens applies to model policies; {args.policy} is a scripted policy")
     budgets = parse_budgets(args.crop_budget)
     turn_budgets = (None,) if args.turn_budget is None else parse_budgets(args.turn_budget, "--turn-budget")
     if args.rounds < 1:

@@ -151,6 +151,11 @@ def run(args: argparse.Namespace) -> int:
     missing = [f"--{k}" for k in ("policy", "data", "out") if not getattr(args, k)]
     if missing:
         raise ValueError(f"paravt eval needs {', '.join(missing)}")
+    from paravt.baselines import BASELINES
+
+    if args.policy in BASELINES and args.max_new_tokens is not None:  # refused, not ignored without a word
+        raise ValueError(f"--max-new-tokens applies to model policies (hf:, openai:, sglang:); {args.policy} is a "
+                         "scripted policy and generates no tokens")  # fmt: skip
     threads_for(args)
     from paravt_env import load_samples
 

@@ -21,8 +21,8 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--dry-run", action="store_true",
                    help="print the plan and train nothing: local backend, the stages with their steps, the data, the "
                         "model and the output directory (nothing built or written); openrlhf, the launch command")
-    p.add_argument("--gpus", type=int, default=8, help="openrlhf backend: GPUs of the node (actor, reference and "
-                   "one vLLM engine each, colocated; default 8, the release's)")
+    p.add_argument("--gpus", type=int, default=None, help="openrlhf backend: GPUs of the node (actor, reference and "
+                   "one vLLM engine each, colocated; default 8, the release's); refused on the local backend")
     add_threads_argument(p)
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("overrides", nargs="*", metavar="key=value", help="recipe overrides, e.g. grpo.kl_coef=0")
@@ -44,6 +44,16 @@ def run(args: argparse.Namespace) -> int:
 
     if args.steps is not None and args.steps < 0:
         raise ValueError(f"--steps must be at least 0, got {args.steps}")
+    # flags that would otherwise be ignored without a word are refused by name
+    if args.gpus is not None and args.backend != "openrlhf":
+        raise ValueError(f"--gpus applies to --backend openrlhf; the {args.backend} backend trains on this machine's "
+                         "CPU or its one device")  # fmt: skip
+    if args.allow_config_change and not args.resume:
+        raise ValueError("--allow-config-change applies with --resume (a new run has no earlier settings to differ from)")
+    if args.backend == "local" and args.threads is not None:
+        from paravt.learners.threads import resolve_threads
+
+        resolve_threads(args.threads)  # --threads 0 is refused by a dry run as by the real one
     cfg = load_recipe(args.recipe, args.overrides)
     if args.backend == "local":
         from paravt.learners.metrics import check_sinks
@@ -56,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
         if args.steps is not None:
             raise ValueError("--steps applies to the local backend; OpenRLHF runs take train.num_episodes")
         # A dry run reads no data and writes nothing: it prints what a real run would execute.
-        return launch(cfg, None if args.dry_run else resolve_data(cfg), args.out, dry_run=args.dry_run, gpus=args.gpus)
+        return launch(cfg, None if args.dry_run else resolve_data(cfg), args.out, dry_run=args.dry_run,
+                      gpus=8 if args.gpus is None else args.gpus)
     from pathlib import Path
 
     out = Path(args.out)

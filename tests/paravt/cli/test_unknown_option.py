@@ -38,3 +38,26 @@ def test_eval_fails_when_no_sample_could_be_scored(tmp_path, capsys):
     (tmp_path / "samples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["eval", "--policy", "detector", "--data", str(tmp_path), "--out", str(tmp_path / "out"), "--no-progress"]) == 1
     assert "none of the 3 samples could be scored" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["train", "--gpus", "4", "--dry-run"], "--gpus applies to --backend openrlhf"),
+    (["train", "--allow-config-change", "--dry-run"], "--allow-config-change applies with --resume"),
+    (["train", "--dry-run", "--threads", "0"], "--threads must be an integer >= 1, got 0"),
+    (["eval", "--policy", "detector", "--data", "x", "--out", "y", "--max-new-tokens", "5"], "--max-new-tokens applies to model policies"),
+    (["bench", "dispatch", "--policy", "detector", "--data", "x", "--out", "y", "--max-new-tokens", "5"], "--max-new-tokens applies to model policies"),
+])  # fmt: skip
+def test_flags_that_would_be_ignored_are_refused_by_name(capsys, argv, words):
+    from paravt.cli import main
+
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+
+
+def test_paravt_has_a_version(capsys):
+    from paravt.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0 and capsys.readouterr().out.startswith("paravt ")
