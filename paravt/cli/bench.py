@@ -34,6 +34,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
 
 
 def run_dispatch(args: argparse.Namespace) -> int:
+    from paravt.baselines import BASELINES
     from paravt.evaluation.dispatch_bench import (
         parse_budgets,
         run_dispatch_benchmark,
@@ -42,8 +43,6 @@ def run_dispatch(args: argparse.Namespace) -> int:
     )
     from paravt.evaluation.policy_specs import preflight
     from paravt_env import load_samples
-
-    from paravt.baselines import BASELINES
 
     if args.policy in BASELINES and args.max_new_tokens is not None:  # refused, not ignored without a word
         raise ValueError(f"--max-new-tokens applies to model policies; {args.policy} is a scripted policy")
