@@ -90,6 +90,7 @@ CONTINUE = {
     "train": "rerun the same command with --resume to continue from the last checkpoint",
     "eval": "rerun the same command (same --out) to score the samples not yet scored",
     "repro": "rerun the same command (same --out) to continue",
+    "bench": "rerun the same command (same --out) to continue: the samples every cell has played are kept",
 }
 
 

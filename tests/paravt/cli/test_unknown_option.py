@@ -27,7 +27,7 @@ def test_prefixes_argparse_accepts_still_pass(capsys):
 
 
 def test_every_resumable_command_says_how_to_continue():
-    assert {"train", "eval", "repro"} <= set(CONTINUE) and "--resume" in CONTINUE["train"]
+    assert {"train", "eval", "repro", "bench"} <= set(CONTINUE) and "--resume" in CONTINUE["train"]
 
 
 def test_eval_fails_when_no_sample_could_be_scored(tmp_path, capsys):
