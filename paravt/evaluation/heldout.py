@@ -152,7 +152,7 @@ def result_figures(out: Path) -> dict[str, dict]:
         path = out / name / "summary.json"
         if not path.is_file():
             continue
-        summary = json.loads(path.read_text())
+        summary = read_json(path)  # a damaged summary is a DamagedFile naming it
         split = summary.get("by_overview") or {}
         row = {"accuracy": summary["accuracy"], "n": summary["n"], "crops": summary["avg_tool_calls"],
                "by_overview": {k: {"n": v["n"], "crops": v["avg_tool_calls"], "accuracy": v["accuracy"]} for k, v in split.items()},

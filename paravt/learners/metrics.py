@@ -4,6 +4,7 @@ survive a kill, and the optional TensorBoard / W&B mirrors of ``RUN/metrics.json
 from __future__ import annotations
 
 import json
+import logging
 import os
 import statistics
 from pathlib import Path
@@ -12,6 +13,8 @@ from typing import Any
 from paravt.learners.config import TrainConfig
 from paravt.learners.trajectory import Trajectory
 from paravt_env.protocol import parse_response
+
+logger = logging.getLogger(__name__)
 
 METRIC_KEYS = (
     "step", "reward_mean", "reward_std", "accuracy", "format_reward", "format_compliance",
@@ -94,15 +97,24 @@ def plot_curves(rows: list[dict[str, Any]], path: Path, sft_rows: list[dict[str,
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The complete rows of a JSONL log; a line cut short by a kill is dropped (its step is run again)."""
+    """The complete rows of a JSONL log; a line cut short by a kill is dropped (its step is run again), and any other
+    line that is not a JSON object too, counted in a warning that names the file."""
     if not path.is_file():
         return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
+    rows, dropped = [], 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
             continue
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):
+            row = None
+        if isinstance(row, dict):
+            rows.append(row)
+        else:
+            dropped += 1
+    if dropped:
+        logger.warning("%s: %d line(s) that are not JSON objects left out (a line cut short by a kill is one)", path, dropped)
     return rows
 
 

@@ -121,3 +121,13 @@ def test_missing_metric_sink_fails_fast_with_the_package_name(tmp_path, cache, c
                "log.tensorboard=true", *FAST])  # fmt: skip
     assert rc == 1 and "pip install tensorboard" in capsys.readouterr().err
     assert not (tmp_path / "r" / "sft_metrics.jsonl").exists()
+
+
+def test_a_metrics_log_keeps_its_objects_and_counts_what_it_leaves_out(tmp_path, caplog):
+    from paravt.learners.metrics import read_jsonl
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1}\n[1, 2]\n' + "[" * 50_000 + "\n" + '{"step": 2}\n{"step": 3, "acc')
+    with caplog.at_level("WARNING"):
+        assert read_jsonl(path) == [{"step": 1}, {"step": 2}]
+    assert "3 line(s) that are not JSON objects left out" in caplog.text and str(path) in caplog.text
