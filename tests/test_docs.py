@@ -250,6 +250,16 @@ def test_the_spread_over_cold_starts_is_what_the_committed_reports_give():
     assert "| 1 | passed |" in to_markdown(result)
 
 
+def test_the_powered_designs_power_is_what_the_pilots_committed_figures_give():
+    """docs/repro.md's power table (the powered design, written before its runs) recomputes from the pilots'
+    committed reports (``scripts/power.py``); neither pilot is missing."""
+    from scripts.power import OUT, compute, to_markdown
+
+    result = compute()
+    assert result == json.loads(OUT.read_text()) and "missing" not in result
+    assert to_markdown(result).strip() in (DOCS / "repro.md").read_text()
+
+
 @pytest.mark.parametrize("name", sorted(p.name for p in (DOCS / "repro").glob("repro_cpu_prior*")))
 def test_the_comparisons_verdicts_recompute_from_its_committed_runs(tmp_path, name):
     """Issue 62's comparison and its cold starts: ``paravt repro --report-only`` on a copy of the committed directory

@@ -83,10 +83,11 @@ def describe(event) -> str:
 
 def needed_events(sample: VideoQASample) -> int:
     """How many needles the teacher must have seen before it answers: every needle the question asks about for a
-    multi-event kind (``oe_colours``: each one's colour), else one (the one-needle kinds, as before)."""
+    multi-event kind (``oe_colours``: each one's colour; ``mcq_count``: how many there are), else one (the
+    one-needle kinds, as before)."""
     from paravt_env.data.synth_plan import MULTI_EVENT_KINDS
 
-    if sample.extra.get("kind") in MULTI_EVENT_KINDS:
+    if sample.extra.get("kind") in (*MULTI_EVENT_KINDS, "mcq_count"):
         return max(1, len(sample.extra.get("relevant_events") or ()))
     return 1
 
@@ -99,8 +100,13 @@ def answer_turn(sample: VideoQASample, seen: list, where: str, answer: str | Non
 
 def partial_answer(sample: VideoQASample, seen: list) -> str | None:
     """What a multi-event question's honest answer is when only some of its needles were seen: the colours of
-    those (``oe_colours``), in order of appearance; None for other kinds (one needle or nothing to say)."""
-    if sample.extra.get("kind") != "oe_colours" or not seen:
+    those (``oe_colours``), in order of appearance; the option that counts them (``mcq_count``); None for other
+    kinds (one needle, or nothing to say)."""
+    kind = sample.extra.get("kind")
+    if kind == "mcq_count":
+        letters = [chr(ord("A") + i) for i, o in enumerate(sample.options) if o.strip() == str(len(seen))]
+        return letters[0] if letters else None
+    if kind != "oe_colours" or not seen:
         return None
     return " ".join(e.attributes.get("colour", "") for e in sorted(seen, key=lambda e: e.start))
 

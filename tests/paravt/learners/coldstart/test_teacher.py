@@ -322,3 +322,16 @@ def test_the_teacher_plays_the_two_colours_family_to_both_colours(synth_two_colo
         if t in full:
             assert all(f"a {c} shape" in t.turn_texts[-1] for c in s.answer.split()), t.turn_texts[-1]
     assert any(len(t.turn_texts) > 2 for t in full)  # some needed a second round of crops to find the second needle
+
+
+def test_a_count_question_is_answered_with_what_was_counted():
+    from paravt.learners.coldstart.teacher import needed_events, partial_answer
+
+    s = _two()
+    s = VideoQASample(id="c", video_path="v.mp4", question="How many coloured shapes appear in the video?", answer="B",
+                      question_type="mcq", options=["1", "2", "3", "4"], duration=90.0, events=s.events,
+                      extra={"kind": "mcq_count", "relevant_events": ["red star", "blue cross"]})  # fmt: skip
+    assert needed_events(s) == 2
+    assert parse_response(final_turn(s, [13.0], 2)).answer == "A"  # one found: it says one, not the true two
+    assert parse_response(final_turn(s, [13.0, 71.0], 2)).answer == "B"
+    assert partial_answer(s, []) is None  # none of 1-4 is zero: nothing honest to answer, so it is a miss
