@@ -18,6 +18,9 @@ def test_export_verl_for_a_serve_env_from_the_command_line(synth_small, tmp_path
     printed = capsys.readouterr().out
     assert f"train with: python -m verl.trainer.main_ppo --config-path {out.resolve()} --config-name paravt_verl" in printed
     config = yaml.safe_load((out / "paravt_verl.yaml").read_text())
+    # verl's own default val_files names its GSM8K example: the export sets it, and turns verl's validation off
+    assert config["data"]["val_files"] == config["data"]["train_files"]
+    assert config["trainer"] == {"val_before_train": False, "test_freq": -1}
     recipe = load_recipe("paragrpo_qwen3vl_8b")
     # the local trainer's pixel budget and GRPO settings, in verl's keys
     assert config["data"]["mm_processor_kwargs"] == processor_pixels(recipe)

@@ -84,8 +84,14 @@ def trainer_config(cfg: Any, samples: list[Any], out: Path, split: str) -> dict[
         "hydra": {"searchpath": ["pkg://verl.trainer.config"]},
         "defaults": ["ppo_trainer", "_self_"],
         "algorithm": algorithm,
+        # verl's main_ppo builds a validation set from data.val_files whether or not it validates, and its default
+        # names its GSM8K example (~/data/rlhf/gsm8k/test.parquet): set here to this export's parquet, with verl's
+        # validation off, so the printed command never reads another dataset; the held-out figures are paravt
+        # eval's (evaluate the checkpoints on the recipe's held-out split).
+        "trainer": {"val_before_train": False, "test_freq": -1},
         "data": {
             "train_files": str(out / f"{split}.parquet"),
+            "val_files": str(out / f"{split}.parquet"),
             "max_prompt_length": budget.prompt,  # system prompt, question, the largest gated K of overview frames
             "max_response_length": budget.response,  # every turn and every tool response between them
             "train_batch_size": r.prompts_per_step,
