@@ -178,14 +178,23 @@ def to_markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _evaluation_name(text: str) -> str:
+    """``--eval``: a run's evaluation folder, ``eval`` or ``eval_...`` (a name, never a path)."""
+    import re
+
+    if not re.fullmatch(r"eval(_[a-z0-9]+)*", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an evaluation of a run (eval, eval_selected, eval_selected_turns3)")
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--parallel", nargs="+", type=Path, required=True, help="runs trained with parallel dispatch")
     p.add_argument("--sequential", nargs="+", type=Path, required=True, help="runs trained with sequential dispatch")
     p.add_argument("--out", type=Path, required=True, help="folder for comparison.json and comparison.md")
-    p.add_argument("--eval", default="eval", choices=("eval", "eval_selected"),
-                   help="which held-out evaluation of each run: eval (the last step, default) or eval_selected (the "
-                        "checkpoint selected on validation)")
+    p.add_argument("--eval", default="eval", type=_evaluation_name,
+                   help="which held-out evaluation of each run: eval (the last step, default), eval_selected (the "
+                        "checkpoint selected on validation), or one made at a turn budget (eval_selected_turns3)")
     p.add_argument("--turn-budget", default=None,
                    help="also evaluate each checkpoint under its own protocol at these turn budgets (comma-separated; "
                         "played where missing) and compare them: comparison_turnsT.json / .md")
@@ -197,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         names = [(args.eval, "comparison")]
         for t in turns:
             for run in [*args.parallel, *args.sequential]:
-                evaluate_at_turns(run, t, args.eval)
+                if not (Path(run) / f"{args.eval}_turns{t}" / "summary.json").is_file():  # played once, then read
+                    evaluate_at_turns(run, t, args.eval)
             names.append((f"{args.eval}_turns{t}", f"comparison_turns{t}"))
         results = [(compare(args.parallel, args.sequential, name), stem) for name, stem in names]
     except (ValueError, FileNotFoundError, KeyError) as exc:

@@ -76,3 +76,19 @@ def test_the_command_writes_both_files_and_a_missing_run_is_a_usage_error(tmp_pa
     with pytest.raises(SystemExit) as exc:
         main(["--parallel", str(tmp_path / "nothing"), "--sequential", str(seq), "--out", str(tmp_path / "o2")])
     assert exc.value.code == 2 and "is missing" in capsys.readouterr().err
+
+
+def test_an_evaluation_is_named_never_a_path(tmp_path, capsys):
+    par = [_run(tmp_path, "p0", seed=0, dispatch="parallel", scores=[1, 1, 1, 0], crops_per_turn=[5, 0])]
+    seq = [_run(tmp_path, "q0", seed=0, dispatch="sequential", scores=[1, 1, 0, 0], crops_per_turn=[1, 1, 0])]
+    with pytest.raises(SystemExit):
+        main(["--parallel", *map(str, par), "--sequential", *map(str, seq), "--out", str(tmp_path / "c"), "--eval", "../x"])
+    assert "is not an evaluation of a run" in capsys.readouterr().err
+    # a turn-budget evaluation already made is read, not played again (no weights needed)
+    for run in (*par, *seq):
+        (run / "eval_turns3").mkdir()
+        for name in ("summary.json", "results.jsonl"):
+            (run / "eval_turns3" / name).write_text((run / "eval" / name).read_text())
+    assert main(["--parallel", *map(str, par), "--sequential", *map(str, seq), "--out", str(tmp_path / "c"),
+                 "--turn-budget", "3"]) == 0  # fmt: skip
+    assert json.loads((tmp_path / "c" / "comparison_turns3.json").read_text())["evaluation"] == "eval_turns3"
