@@ -181,6 +181,18 @@ def to_markdown(summary: dict[str, Any], title: str = "Evaluation") -> str:
         lines += ["", "| the overview ... the asked event | n | accuracy | avg tool calls | tool usage rate |", "|---|---|---|---|---|"]
         lines += [f"| {k} | {v['n']} | {v['accuracy']:.3f} | {v['avg_tool_calls']:.2f} | {v['tool_usage_rate']:.2f} |"
                   for k, v in summary["by_overview"].items()]  # fmt: skip
+    cost = summary.get("cost")
+    if cost:  # what an episode cost, beside what it scored ("-": a column the policy does not report)
+        cells = [("turns", 2), ("crops", 2), ("frames_decoded", 1), ("visual_tokens", 0), ("generated_tokens", 0),
+                 ("prompt_tokens", 0), ("model_calls", 2), ("critical_path", 2), ("wall_s", 2), ("wall_s_p50", 2),
+                 ("wall_s_p95", 2)]  # fmt: skip
+        lines += ["", "| cost | " + " | ".join(k.replace("_", " ") for k, _ in cells) + " |",
+                  "|---|" + "---|" * len(cells),
+                  "| per episode (mean; p50 and p95 of wall s) | " + " | ".join("-" if cost.get(k) is None else f"{cost[k]:.{d}f}" for k, d in cells) + " |"]  # fmt: skip
+    if isinstance(summary.get("wall_s"), (int, float)):
+        lines += ["", f"Elapsed: {summary['wall_s']:.1f} s (the episodes' own seconds add up to "
+                      f"{summary.get('wall_s_episodes_sum', summary['wall_s']):.1f} s: episodes played at once count once "
+                      "in the elapsed time)."]  # fmt: skip
     failed = summary.get("failed", [])
     if failed:  # errors score 0 and stay in n; name them so they can be fixed
         lines += ["", f"Failed samples ({len(failed)}; transient ones are retried when the run is resumed):", ""]
