@@ -7,7 +7,7 @@ pilots' committed figures before any of its runs:
 preregistered comparison's three RL seeds (``docs/repro/repro_cpu_prior/report.json``, its sound reading): the
 paired difference of probe retention at K = 16 (gating minus vanilla) and each arm's collapsed runs.
 (b) Sequential against parallel on ``two_colours``: the pilot is the first trained comparison's three seed pairs
-(``docs/results/dispatch_trained_two_colours/comparison.json``): the paired difference of held-out accuracy of the
+(``results/dispatch_trained_two_colours/comparison.json``): the paired difference of held-out accuracy of the
 selected checkpoints.
 
 For each: the pilot's mean difference and its standard deviation over seeds, the pairs a one-sided test at 2.5 %
@@ -32,7 +32,7 @@ from paravt.evaluation.stats import fisher_power, minimum_detectable, pairs_for_
 
 OUT = ROOT / "docs/repro/powered/power.json"
 PILOT_A = ROOT / "docs/repro/repro_cpu_prior/report.json"
-PILOT_B = ROOT / "docs/results/dispatch_trained_two_colours/comparison.json"
+PILOT_B = ROOT / "results/dispatch_trained_two_colours/comparison.json"
 PAIRS = 10
 """Pairs (RL seeds per arm, seed pairs per side) the design runs: new seeds 3-12, the pilots' 0-2 kept apart."""
 PAPER_DISPATCH = 0.023

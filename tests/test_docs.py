@@ -250,6 +250,21 @@ def test_the_spread_over_cold_starts_is_what_the_committed_reports_give():
     assert "| 1 | passed |" in to_markdown(result)
 
 
+@pytest.mark.parametrize(("evaluation", "name"), [("eval_selected", "comparison"), ("eval_selected_turns2", "comparison_turns2"),
+                                                ("eval_selected_turns3", "comparison_turns3"),
+                                                ("eval_coldstart", "coldstart/comparison")])  # fmt: skip
+def test_the_two_colours_comparison_recomputes_from_its_committed_runs(monkeypatch, evaluation, name):
+    """results/dispatch_trained_two_colours: each comparison docs/repro.md quotes is what the six slim runs give."""
+    from paravt.experiments.dispatch_trained import compare
+
+    monkeypatch.chdir(REPO)  # the committed comparisons name their runs relative to the repository
+    root = REPO / "results" / "dispatch_trained_two_colours"
+    runs = {side: [root / "runs" / f"{side[:3]}_s{s}" for s in (0, 1, 2)] for side in ("parallel", "sequential")}
+    result = compare([p.relative_to(REPO) for p in runs["parallel"]], [p.relative_to(REPO) for p in runs["sequential"]],
+                     evaluation)  # fmt: skip
+    assert json.loads(json.dumps(result)) == json.loads((root / f"{name}.json").read_text())
+
+
 def test_the_powered_designs_power_is_what_the_pilots_committed_figures_give():
     """docs/repro.md's power table (the powered design, written before its runs) recomputes from the pilots'
     committed reports (``scripts/power.py``); neither pilot is missing."""

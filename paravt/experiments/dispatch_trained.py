@@ -76,7 +76,10 @@ def evaluate_at_turns(run: Path, turns: int, evaluation: str = "eval", progress:
     from paravt_env import load_samples
 
     run = Path(run)
-    model = selected(run)["model"] if evaluation == SELECTED_EVAL else run / "checkpoint" / "model"
+    choice = selected(run) if evaluation == SELECTED_EVAL else None
+    if evaluation == SELECTED_EVAL and choice is None:
+        raise FileNotFoundError(f"{run} selected no checkpoint (no {run / 'select' / 'best.json'}): nothing to evaluate")
+    model = choice["model"] if choice is not None else run / "checkpoint" / "model"
     if not Path(model).is_dir():
         raise FileNotFoundError(f"{model} is missing: {run}'s weights are needed to evaluate it at a turn budget")
     spec = f"hf:{model}"
