@@ -114,9 +114,10 @@ def eval_options(policy: str, dispatch: str | None = None, *, protocol: str = "p
 
 def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *, dispatch: str | None = None,
                         limit: int | None = None, frame_budget: int | None = None, max_new_tokens: int | None = None,
-                        progress: bool = True, temperature: float = 0.0, seed: int = 0) -> dict[str, Any]:  # fmt: skip
+                        progress: bool = True, temperature: float = 0.0, seed: int = 0,
+                        turn_budget: int | None = None) -> dict[str, Any]:  # fmt: skip
     """``paravt eval --policy hf:MODEL --data DATA --out OUT [--dispatch D] [--frame-budget K] [--temperature T
-    --seed S] [--max-new-tokens N]``: a checkpoint trained here, every other option (tokens per turn included:
+    --seed S] [--max-new-tokens N] [--turn-budget T]``: a checkpoint trained here, every other option (tokens per turn included:
     ``paravt.policies.card.turn_tokens``) from its policy card; every sample asked for counts in ``n``."""
     from paravt.evaluation.policy_specs import make_agent_factory
     from paravt_env import load_samples
@@ -124,7 +125,7 @@ def evaluate_checkpoint(model: str | Path, data: str | Path, out: str | Path, *,
     spec = f"hf:{model}"
     # A checkpoint trained under the release protocol is evaluated under it (its card says which).
     protocol = policy_card(spec).get("env", {}).get("protocol", "paravt")
-    options = eval_options(spec, dispatch, protocol=protocol, frame_budget=frame_budget)
+    options = eval_options(spec, dispatch, protocol=protocol, frame_budget=frame_budget, turn_budget=turn_budget)
     samples = load_samples(data, strict=False, keep_missing=True)[: limit or None]
     tokens = resolve_turn_tokens(spec, max_new_tokens)
     factory, subagent = make_agent_factory(spec, max_new_tokens=tokens, tool_result=options.tool_result,

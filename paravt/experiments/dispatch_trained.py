@@ -70,10 +70,8 @@ def evaluate_at_turns(run: Path, turns: int, evaluation: str = "eval", progress:
     """``RUN/{evaluation}_turns{turns}``: the checkpoint behind ``RUN/{evaluation}`` (the selected one for
     ``eval_selected``, else the last) evaluated greedily on the run's held-out videos under its own protocol and
     crop budget, with a turn budget of ``turns``; resumable. Returns the evaluation's name."""
-    from paravt.evaluation.harness import eval_options, evaluate
+    from paravt.evaluation.harness import evaluate_checkpoint
     from paravt.evaluation.heldout import SELECTED_EVAL, selected
-    from paravt.evaluation.policy_specs import make_agent_factory
-    from paravt_env import load_samples
 
     run = Path(run)
     choice = selected(run) if evaluation == SELECTED_EVAL else None
@@ -82,11 +80,9 @@ def evaluate_at_turns(run: Path, turns: int, evaluation: str = "eval", progress:
     model = choice["model"] if choice is not None else run / "checkpoint" / "model"
     if not Path(model).is_dir():
         raise FileNotFoundError(f"{model} is missing: {run}'s weights are needed to evaluate it at a turn budget")
-    spec = f"hf:{model}"
     name = f"{evaluation}_turns{turns}"
-    factory, subagent = make_agent_factory(spec)
-    evaluate(load_samples(run / "heldout"), factory, run / name, eval_options(spec, turn_budget=turns),
-             progress=progress, subagent=subagent, run_config={"policy": spec, "data": str(run / "heldout")})  # fmt: skip
+    # as the run's own held-out evaluation was made (its card's protocol, budgets and tokens a turn), the turns aside
+    evaluate_checkpoint(model, run / "heldout", run / name, turn_budget=turns, progress=progress)
     return name
 
 
