@@ -86,17 +86,17 @@ def elapsed_s(rows: Sequence[dict[str, Any]]) -> float:
     [started_at, ended_at] intervals, so episodes played at once count once, and the time between two
     invocations of a resumed run does not count. A row without its times (written before they were recorded)
     adds its own ``wall_s``, as if it ran alone. ``wall_s_episodes_sum`` is the plain sum, named as such."""
-    spans = sorted((float(r["started_at"]), float(r["ended_at"])) for r in rows
-                   if isinstance(r.get("started_at"), (int, float)) and isinstance(r.get("ended_at"), (int, float)))  # fmt: skip
+    def timed(r: dict[str, Any]) -> bool:
+        return isinstance(r.get("started_at"), (int, float)) and isinstance(r.get("ended_at"), (int, float))
+
+    spans = sorted((float(r["started_at"]), float(r["ended_at"])) for r in rows if timed(r))
     total, end = 0.0, -math.inf
     for a, b in spans:
         if b <= end:
             continue
         total += b - max(a, end)
         end = b
-    untimed = [float(r.get("wall_s") or 0.0) for r in rows
-               if not (isinstance(r.get("started_at"), (int, float)) and isinstance(r.get("ended_at"), (int, float)))]  # fmt: skip
-    return total + sum(untimed)
+    return total + sum(float(r.get("wall_s") or 0.0) for r in rows if not timed(r))
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

@@ -121,8 +121,9 @@ def file_problem(path: Path) -> str | None:
     why = header_problem(header)
     if why is not None:
         return f"{path.name}: {why}"
-    if 8 + n + buffer_needed(header) > size:  # a file cut short by a full disk or a kill
-        return f"{path.name} is cut short: {size} bytes where its tensors need {8 + n + buffer_needed(header)}"
+    needed = 8 + n + buffer_needed(header)
+    if needed > size:  # a file cut short by a full disk or a kill
+        return f"{path.name} is cut short: {size} bytes where its tensors need {needed}"
     return None
 
 

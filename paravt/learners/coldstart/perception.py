@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from paravt.learners.coldstart.sft import progress_iter, train_cross_entropy
-from paravt.learners.coldstart.teacher import describe, visible_events
+from paravt.learners.coldstart.teacher import seen_words, visible_events
 from paravt.learners.grpo import masked_mean
 from paravt.policies.encoded import Encoded
 from paravt.policies.hf import HFPolicy
@@ -91,7 +91,7 @@ def target_sentence(sample: VideoQASample, times, where: str) -> str:
     verb = "shows" if where == "overview" else "show"
     if not seen:
         return f"The {where} {verb} no coloured shape."
-    return f"The {where} {verb} " + ", ".join(f"a {describe(e)}" for e in seen) + "."
+    return f"The {where} {verb} " + seen_words(seen) + "."
 
 
 def encode_example(policy: HFPolicy, frames, times, target: str, user: Message | None = None) -> PerceptionExample:

@@ -81,6 +81,11 @@ def describe(event) -> str:
     return f"{colour} shape" if colour else event.label
 
 
+def seen_words(events) -> str:
+    """"a red shape, a blue shape": how the teacher's and the perception stage's sentences name what frames show."""
+    return ", ".join(f"a {describe(e)}" for e in events)
+
+
 def needed_events(sample: VideoQASample) -> int:
     """How many needles the teacher must have seen before it answers: every needle the question asks about for a
     multi-event kind (``oe_colours``: each one's colour; ``mcq_count``: how many there are), else one (the
@@ -93,7 +98,7 @@ def needed_events(sample: VideoQASample) -> int:
 
 
 def answer_turn(sample: VideoQASample, seen: list, where: str, answer: str | None = None) -> str:
-    what = ", ".join(f"a {describe(e)}" for e in seen)
+    what = seen_words(seen)
     answer = sample.answer if answer is None else answer
     return f"{THINK_PREFIX}The {where} show{'s' if where == 'overview' else ''} {what}.</think>\n<answer>{answer}</answer>"
 
@@ -132,7 +137,7 @@ def first_turn(sample: VideoQASample, overview_times: Sequence[float], duration:
         return answer_turn(sample, seen, "overview", answer=partial) if partial is not None else guess_turn(guess)
     windows = coverage_windows(duration, window, max_calls, widen=widen)
     calls = "\n".join(format_tool_call(a, b) for a, b in windows)
-    what = ", ".join(f"a {describe(e)}" for e in seen) if partial is not None else "no coloured shape"
+    what = seen_words(seen) if partial is not None else "no coloured shape"
     if one_a_turn:
         return f"{THINK_PREFIX}The overview shows {what}. I will inspect one window at a time.</think>\n{calls}"
     return (f"{THINK_PREFIX}The overview shows {what}. I will inspect {len(windows)} windows in "
@@ -167,7 +172,7 @@ def check_turn(sample: VideoQASample, seen: list, overview_times: Sequence[float
         start = window * math.floor(t / window)
     else:
         start = min(max(0.0, t - window / 2), max(0.0, duration - window))
-    what = ", ".join(f"a {describe(x)}" for x in seen)
+    what = seen_words(seen)
     return (f"{THINK_PREFIX}The overview shows {what}. {CHECK_TEXT}</think>\n"
             f"{format_tool_call(start, min(duration, start + window))}")  # fmt: skip
 
