@@ -28,7 +28,7 @@ from .data import VideoQASample, load_samples
 from .episodes import Episode, episode_of
 from .gating import gated_frame_budget
 from .memory import release_free_memory
-from .rewards import compute_reward, extract_answer
+from .rewards import compute_reward
 from .spaces import AnyText, FrameBatch, Timestamps
 from .timing import StepTiming
 from .video import Frames, VideoDecodeError, VideoReader, open_video
@@ -169,7 +169,9 @@ class VideoToolEnv(gym.Env[dict, str]):
                 "crop_fps": cfg.crop_fps,
                 "crop_max_frames": cfg.crop_max_frames,
                 "tool_result": cfg.tool_result,
+                "calls_per_turn": self._episode_class.calls_per_turn,
             },
+            "call_arguments": self._episode.call_arguments(),
             "timing": StepTiming(decode_s=decode_s, total_s=time.perf_counter() - t0),
         }
         return obs, info
@@ -201,7 +203,7 @@ class VideoToolEnv(gym.Env[dict, str]):
             breakdown = self._score()
             reward = float(breakdown.total)
             info["reward_breakdown"] = breakdown.as_dict()
-            info["prediction"] = extract_answer(self.agent_text)
+            info["prediction"] = self._episode_class.extract_prediction(self.agent_text)
             if out.final is not None:
                 info["final_response"] = out.final
             info["ground_truth"] = self._sample.answer

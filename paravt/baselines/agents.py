@@ -43,6 +43,9 @@ class ScriptedAgent:
         # and go out in the next turns), so the two modes differ only in how the same calls are dispatched.
         self.n_crops = int(limits.get("max_parallel", 5))
         self.per_turn = 1 if limits.get("dispatch", "parallel") == "sequential" else self.n_crops
+        if limits.get("calls_per_turn"):  # the protocol's own rule (LongVT: one call a turn)
+            self.per_turn = min(self.per_turn, int(limits["calls_per_turn"]))
+        self.call_arguments = dict(info.get("call_arguments") or {})
         budget = limits.get("crop_budget")
         self.crops_left = None if budget is None else int(budget)  # the episode's crop budget, where it has one
         if self.crops_left is not None:
@@ -89,7 +92,7 @@ class ScriptedAgent:
         seen = ", ".join(f"{label} at {t:.1f} s" for label, t in found) or "no coloured shape yet"
         where = ", ".join(f"[{a:.1f}, {b:.1f}]" for a, b in windows)
         think = f"<think>I have seen {len(self.evidence.seen)} frames: {seen}. I need a closer look at {where}.</think>"
-        return think + "\n" + "\n".join(format_tool_call(a, b) for a, b in windows)
+        return think + "\n" + "\n".join(format_tool_call(a, b, self.call_arguments) for a, b in windows)
 
 
 class NoToolAgent(ScriptedAgent):

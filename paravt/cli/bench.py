@@ -27,6 +27,9 @@ def add_parser(sub, name: str, help_text: str) -> None:
     d.add_argument("--max-new-tokens", type=int, default=None, help="model policies: tokens per turn (default: card, else 2048)")
     d.add_argument("--concurrency", type=int, default=1,
                    help="episodes in flight (default 1: each episode's wall time is its own latency)")
+    d.add_argument("--peers", default="",
+                   help="peer protocols to play beside both modes at the same budgets, comma-separated: longvt "
+                        "(LongVT's own prompt, one call a turn, its crops and scorer; default: none)")
     d.add_argument("--limit", type=int, default=None, help="only the first N samples")
     d.add_argument("--out", required=True, help="output directory (rerun with the same --out to resume)")
     d.add_argument("--no-progress", action="store_true", help="no progress bars")
@@ -62,7 +65,8 @@ def run_dispatch(args: argparse.Namespace) -> int:
                                      turn_budgets=turn_budgets, rounds=args.rounds,
                                      frame_budget=frame_budget, max_parallel=args.max_parallel,
                                      max_new_tokens=args.max_new_tokens, concurrency=args.concurrency,
-                                     progress=not args.no_progress)  # fmt: skip
+                                     progress=not args.no_progress,
+                                     peers=[p.strip() for p in args.peers.split(",") if p.strip()])  # fmt: skip
     paths = write_results(results, args.out)
     print(to_markdown(results))
     print("wrote " + ", ".join(str(p) for p in paths))

@@ -82,7 +82,8 @@ def add_eval_options(p: argparse.ArgumentParser, *, single: bool) -> None:
         "--protocol", choices=PROTOCOLS, default="paravt",
         help="release: the released eval driver's messages, frames, turns and scoring, so a released checkpoint "
         "sees what it was evaluated on (--max-turns then counts rounds of tool calls); release_rl: its RL "
-        "workflow's (a checkpoint trained with sub-agents)",
+        "workflow's (a checkpoint trained with sub-agents); longvt: LongVT's eval protocol (its prompt and tool, one call "
+        "a turn, its crops and answer parsing)",
     )
     if single:
         p.add_argument("--subtitles", action="store_true", help="show each video's .srt subtitles before the question")

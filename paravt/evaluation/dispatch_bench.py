@@ -43,6 +43,11 @@ from paravt_env.records import COST_KEYS
 from paravt_env.storage import write_text_atomic
 
 MODES = ("parallel", "sequential")
+ARMS = {"parallel": ("paravt", "parallel"), "sequential": ("paravt", "sequential"), "longvt": ("longvt", "sequential")}
+"""Each cell's arm: (protocol, dispatch). ``parallel`` and ``sequential`` are our protocol under either dispatch,
+always played; ``longvt`` is LongVT's own protocol (one call a turn, its prompt, crops and scorer), played where
+``peers`` names it."""
+PEERS = tuple(a for a in ARMS if a not in MODES)
 DEFAULT_BUDGETS = (1, 2, 4, 8)
 DEFAULT_ROUNDS = 8
 """Chunks the samples are played in, every cell playing each chunk in turn (fewer where there are fewer samples)."""
@@ -146,17 +151,23 @@ def run_dispatch_benchmark(
     samples: Sequence[VideoQASample], policy: str, out: str | Path, *, data: str = "", budgets: Sequence[int] = DEFAULT_BUDGETS,
     turn_budgets: Sequence[int | None] = (None,), frame_budget: int | None = None, max_parallel: int | None = None,
     max_new_tokens: int | None = None, concurrency: int = 1, rounds: int = DEFAULT_ROUNDS, progress: bool = False,
+    peers: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Every (mode, crop budget, turn budget) cell of ``policy`` on ``samples``, interleaved (``interleaved_order``)
     in ``rounds`` chunks of the samples (and the no-tool floor of a scripted policy), each cell a resumable
     ``paravt eval`` run under ``out``; returns what ``write_results`` writes. A turn budget None: the crop
-    budget's own ``budget + 1`` turns."""
+    budget's own ``budget + 1`` turns. ``peers``: other protocols played at the same budgets (``PEERS``: LongVT's),
+    each paired against parallel dispatch too."""
     from paravt.baselines import BASELINES, make_baseline
 
     if not samples:
         raise ValueError("the dispatch benchmark needs at least one sample")
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
+    unknown = sorted(set(peers) - set(PEERS))
+    if unknown:
+        raise ValueError(f"unknown peer protocol(s) {unknown}: choose from {', '.join(PEERS)}")
+    arms = (*MODES, *dict.fromkeys(peers))
     out = Path(out)
     tokens = resolve_turn_tokens(policy, max_new_tokens)
     factory, subagent = make_agent_factory(policy, max_new_tokens=tokens)
@@ -166,8 +177,10 @@ def run_dispatch_benchmark(
     ends = chunk_ends(len(samples), rounds)
 
     def play(make_agent: Any, mode: str, budget: int | None, turns: int | None, spec: str, upto: int) -> None:
-        k = frame_budget if frame_budget is not None else eval_options(policy, mode).frame_budget  # the policy's K
-        config = eval_options(spec, mode, crop_budget=budget, turn_budget=turns, frame_budget=k, max_parallel=max_parallel)
+        protocol, dispatch = ARMS[mode]
+        k = frame_budget if frame_budget is not None else eval_options(policy, dispatch).frame_budget  # the policy's K
+        config = eval_options(spec, dispatch, protocol=protocol, crop_budget=budget, turn_budget=turns, frame_budget=k,
+                              max_parallel=max_parallel)  # fmt: skip
         evaluate(samples[:upto], make_agent, cell_dir(out, mode, budget, turns), config, concurrency=concurrency,
                  progress=progress, subagent=subagent, run_config={**run_config, "policy": spec})  # fmt: skip
 
@@ -182,7 +195,7 @@ def run_dispatch_benchmark(
     play(lambda: make_baseline("no_tool"), "parallel", None, None, "no_tool", len(samples))
     floor = {"mode": "no_tool", "crop_budget": 0, "turn_budget": None, **cell_stats(rows_of("parallel", None, None))} \
         if policy in BASELINES else None  # fmt: skip
-    keys = [(mode, b, t) for b in budgets for t in turn_budgets for mode in MODES]
+    keys = [(mode, b, t) for b in budgets for t in turn_budgets for mode in arms]
     for r, key in interleaved_order(keys, rounds):
         if pending_samples(cell_dir(out, *key), samples[: ends[r]]):  # a chunk that plays: its load is recorded
             record_load(cell_dir(out, *key))
@@ -193,10 +206,13 @@ def run_dispatch_benchmark(
     return {
         "policy": policy, "n": len(samples), "frame_budget": config.frame_budget, "max_parallel": config.max_parallel,
         "budgets": list(budgets), "turn_budgets": list(turn_budgets), "concurrency": concurrency, "rounds": rounds,
+        "arms": {a: {"protocol": ARMS[a][0], "dispatch": ARMS[a][1]} for a in arms},
         "cores": os.cpu_count(), "cells": cells, "no_tool": floor,
         "parallel_minus_sequential": [{"crop_budget": b, "turn_budget": t,
                                        **paired(rows["parallel", b, t], rows["sequential", b, t])}
                                       for b in budgets for t in turn_budgets],
+        **{f"parallel_minus_{peer}": [{"crop_budget": b, "turn_budget": t, **paired(rows["parallel", b, t], rows[peer, b, t])}
+                                      for b in budgets for t in turn_budgets] for peer in arms[len(MODES):]},
     }  # fmt: skip
 
 
@@ -240,13 +256,15 @@ def to_markdown(results: dict[str, Any]) -> str:
             f"{_num(c.get('wall_s_p50'))} | {_num(c.get('wall_s_p95'))} | {_fmt(c['wall_s_serial'], 2)} | "
             f"{_num(c.get('load'))} | {c['n']} | {c['errors']} |"
         )  # fmt: skip
-    lines += ["", "Parallel - sequential, paired by sample (disagree: samples whose scores differ):", "",
-              "| crop budget | turn budget | accuracy | disagree | turns | crops | visual tokens | critical path | prompt tokens "
-              "| wall s | n |", "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for d in results["parallel_minus_sequential"]:
-        lines.append(f"| {d['crop_budget']} | {_turns(d.get('turn_budget'))} | {_fmt(d['accuracy'])} | {d.get('disagree', '-')} | "
-                     f"{_fmt(d['turns'], 2)} | {_fmt(d['crops'], 2)} | {_fmt(d.get('visual_tokens'), 0)} | "
-                     f"{_fmt(d.get('critical_path'), 2)} | {_fmt(d['prompt_tokens'], 0)} | {_fmt(d['wall_s'], 2)} | {d['n']} |")  # fmt: skip
+    for other in ("sequential", *(a for a in results.get("arms", {}) if a not in MODES)):
+        what = "sequential" if other == "sequential" else f"{other} (its own protocol)"
+        lines += ["", f"Parallel - {what}, paired by sample (disagree: samples whose scores differ):", "",
+                  "| crop budget | turn budget | accuracy | disagree | turns | crops | visual tokens | critical path | prompt tokens "
+                  "| wall s | n |", "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for d in results[f"parallel_minus_{other}"]:
+            lines.append(f"| {d['crop_budget']} | {_turns(d.get('turn_budget'))} | {_fmt(d['accuracy'])} | {d.get('disagree', '-')} | "
+                         f"{_fmt(d['turns'], 2)} | {_fmt(d['crops'], 2)} | {_fmt(d.get('visual_tokens'), 0)} | "
+                         f"{_fmt(d.get('critical_path'), 2)} | {_fmt(d['prompt_tokens'], 0)} | {_fmt(d['wall_s'], 2)} | {d['n']} |")  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
@@ -278,7 +296,8 @@ def plot(results: dict[str, Any], path: str | Path) -> Path:
     nrows = -(-len(axes_keys) // cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(4.6 * cols, 3.6 * nrows), squeeze=False)
     for ax, (key, label) in zip(axes.flat, axes_keys, strict=False):
-        for mode, colour in zip(MODES, ("#2a9d8f", "#e76f51"), strict=True):
+        arms = list(results.get("arms") or MODES)
+        for mode, colour in zip(arms, ("#2a9d8f", "#e76f51", "#6a4c93", "#1d3557"), strict=False):
             mine = [c for c in cells if c["mode"] == mode and c.get(key)]
             xs = [c[key]["mean"] for c in mine]
             ys = [c["accuracy"]["mean"] for c in mine]

@@ -2,7 +2,8 @@
 
 - ``"paravt"``: ours (``ParaVTEpisode``);
 - ``"release"``: the released eval driver's (``ReleaseEvalEpisode``);
-- ``"release_rl"``: the released RL workflow's, crops summarised by sub-agents (``ReleaseRLEpisode``).
+- ``"release_rl"``: the released RL workflow's, crops summarised by sub-agents (``ReleaseRLEpisode``);
+- ``"longvt"``: LongVT's evaluation dialogue, one ``crop_video`` call a turn (``LongVTEpisode``).
 
 This registry is the one place that tells protocols apart by name: everything else asks the episode class.
 """
@@ -12,11 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Episode, Opening, Turn, message
+from .longvt import LongVTEpisode
 from .paravt import ParaVTEpisode
 from .release_eval import ReleaseEvalEpisode
 from .release_rl import ReleaseRLEpisode, rl_opening_messages
 
-EPISODES: dict[str, type[Episode]] = {cls.name: cls for cls in (ParaVTEpisode, ReleaseEvalEpisode, ReleaseRLEpisode)}
+EPISODES: dict[str, type[Episode]] = {cls.name: cls for cls in (ParaVTEpisode, ReleaseEvalEpisode, ReleaseRLEpisode, LongVTEpisode)}
 PROTOCOLS = tuple(EPISODES)
 
 
@@ -43,5 +45,5 @@ def episode_of(config: Any) -> type[Episode]:
     return episode_class(resolve_protocol(config.protocol, config.tool_result))
 
 
-__all__ = ["EPISODES", "PROTOCOLS", "Episode", "Opening", "ParaVTEpisode", "ReleaseEvalEpisode", "ReleaseRLEpisode",
+__all__ = ["EPISODES", "PROTOCOLS", "Episode", "LongVTEpisode", "Opening", "ParaVTEpisode", "ReleaseEvalEpisode", "ReleaseRLEpisode",
            "Turn", "episode_class", "episode_of", "message", "resolve_protocol", "rl_opening_messages"]

@@ -109,6 +109,8 @@ class Episode(ABC):
     release: ClassVar[bool] = False
     """Whether it renders the release's own messages (what a released checkpoint was trained or evaluated on):
     its answers are scored as the release scores them, and servers get its frames as the release sends them."""
+    calls_per_turn: ClassVar[int | None] = None
+    """The most calls one turn runs, when the protocol sets it (else ``EnvConfig.max_parallel`` and dispatch do)."""
     grounding_prompt_mode: ClassVar[str | None] = None
     """The prompt mode of its temporal-grounding runs (Charades-STA), when the protocol has its own."""
 
@@ -140,7 +142,18 @@ class Episode(ABC):
         """The opening's frames for frame budget ``k``, and the budget the info reports. Raises
         ``VideoDecodeError`` when the video cannot give them."""
 
+    @classmethod
+    def extract_prediction(cls, text: str) -> str:
+        """The answer this protocol's scorer reads from everything the agent wrote (``info["prediction"]``)."""
+        from ..rewards import extract_answer
+
+        return extract_answer(text)
+
     # --- the dialogue ---------------------------------------------------------------------------------------
+    def call_arguments(self) -> dict[str, Any]:
+        """Arguments a call must carry beside its window under this protocol (``info["call_arguments"]``)."""
+        return {}
+
     @abstractmethod
     def opening(self, overview: Frames) -> Opening:
         """The messages that open the episode, with ``overview`` at the user's placeholders."""

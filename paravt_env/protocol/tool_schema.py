@@ -4,6 +4,7 @@ the canonical way to write a call."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 TOOL_NAME = "crop_video"
 
@@ -35,7 +36,8 @@ CROP_VIDEO_TOOL: dict = {
 """Pass as ``tools=[CROP_VIDEO_TOOL]`` to a chat template or an OpenAI-compatible server."""
 
 
-def format_tool_call(start_time: float, end_time: float) -> str:
-    """One call in the canonical JSON form, e.g. for SFT targets and scripted agents."""
-    args = {"start_time": round(float(start_time), 2), "end_time": round(float(end_time), 2)}
+def format_tool_call(start_time: float, end_time: float, extra: dict[str, Any] | None = None) -> str:
+    """One call in the canonical JSON form, e.g. for SFT targets and scripted agents; ``extra``: arguments the
+    protocol asks for first (LongVT's ``video_path``: ``info["call_arguments"]``)."""
+    args = {**(extra or {}), "start_time": round(float(start_time), 2), "end_time": round(float(end_time), 2)}
     return f"<tool_call>\n{json.dumps({'name': TOOL_NAME, 'arguments': args})}\n</tool_call>"

@@ -27,9 +27,11 @@ CONFIGS = {
 
 
 def test_the_registry_names_every_protocol_once():
-    assert PROTOCOLS == ("paravt", "release", "release_rl")
+    assert PROTOCOLS == ("paravt", "release", "release_rl", "longvt")
     assert [EPISODES[name].name for name in PROTOCOLS] == list(PROTOCOLS)
-    assert [cls.release for cls in (ParaVTEpisode, ReleaseEvalEpisode, ReleaseRLEpisode)] == [False, True, True]
+    assert [EPISODES[name].release for name in PROTOCOLS] == [False, True, True, False]
+    assert [EPISODES[name].calls_per_turn for name in PROTOCOLS] == [None, None, None, 1]
+    assert (ParaVTEpisode, ReleaseEvalEpisode, ReleaseRLEpisode) == tuple(EPISODES[n] for n in PROTOCOLS[:3])
 
 
 def test_the_release_with_subagents_is_its_rl_workflow_and_unknown_protocols_are_named():
