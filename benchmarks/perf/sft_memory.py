@@ -64,12 +64,12 @@ def train_one_pass(shard: Path, rows: int, mode: str, model: Path) -> dict:
         trained = counts.trained
     else:
         from paravt.learners.coldstart.release_sft import release_sft_trajectories
-        from paravt.learners.coldstart.sft import sft_loss, train_cross_entropy
+        from paravt.learners.coldstart.sft import sft_losses, train_cross_entropy
 
         data, _ = release_sft_trajectories(policy, shard)
         for t in data:
             t.encoded = t.encoded.compact()  # as the cold start keeps its episodes
-        losses = train_cross_entropy(policy, data, sft_loss, steps=rows - 1, batch=1, lr=1e-4, grad_clip=1.0,
+        losses = train_cross_entropy(policy, data, sft_losses, steps=rows - 1, batch=1, lr=1e-4, grad_clip=1.0,
                                      seed=0, stage="sft")  # fmt: skip
         trained = len(losses)
     return {"mode": mode, "rows": rows, "trained": trained, "wall_s": time.perf_counter() - t0,

@@ -25,7 +25,7 @@ import torch
 from paravt.learners import checkpoint
 from paravt.learners.advantages import kl_in_reward, training_units
 from paravt.learners.coldstart.pipeline import run_cold_start
-from paravt.learners.coldstart.sft import progress_bar
+from paravt.learners.coldstart.sft import optimizer_step, progress_bar
 from paravt.learners.coldstart.store import ColdStartStore
 from paravt.learners.config import TrainConfig
 from paravt.learners.cpu_numerics import record_numerics
@@ -336,8 +336,7 @@ class Trainer:
         return {**means, "train_tokens": sum(len(u.trajectory.encoded.input_ids) for u in units)}
 
     def _apply_gradients(self) -> None:
-        torch.nn.utils.clip_grad_norm_(self.policy.model.parameters(), self.cfg.optim.grad_clip)
-        self.optimizer.step()
+        optimizer_step(self.policy.model, self.optimizer, self.cfg.optim.grad_clip)
 
     def _reference(self):
         """The frozen initial policy (after the cold start), for the KL penalty."""

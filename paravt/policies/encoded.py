@@ -132,17 +132,21 @@ class Encoded:
                        process=self._process)  # fmt: skip
 
 
-def length_buckets(lengths: Sequence[int], *, max_rows: int | None = None, max_tokens: int | None = None) -> list[list[int]]:
+def length_buckets(lengths: Sequence[int], *, max_rows: int | None = None, max_tokens: int | None = None,
+                   min_fill: float = 0.0) -> list[list[int]]:  # fmt: skip
     """Indices of ``lengths`` in forward-pass batches: longest first, each batch at most ``max_rows`` rows and
     ``max_tokens`` padded tokens (rows x its longest sequence; a longer sequence goes alone). Similar lengths
     share a batch, so little is padding; the token cap bounds memory, since attention grows with rows x
-    length^2 (measured: 8 crop episodes of ~2,500 tokens in one pass took the main job to 6 GB)."""
+    length^2 (measured: 8 crop episodes of ~2,500 tokens in one pass took the main job to 6 GB). ``min_fill``: a
+    sequence joins a batch only if it is at least that fraction of the batch's longest (padding costs more than a
+    pass saves on a CPU: ``paravt.learners.coldstart.sft.MIN_FILL``)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     buckets: list[list[int]] = []
     for i in order:
         b = buckets[-1] if buckets else None
         if (b is None or (max_rows is not None and len(b) >= max_rows)
-                or (max_tokens is not None and (len(b) + 1) * lengths[b[0]] > max_tokens)):  # fmt: skip
+                or (max_tokens is not None and (len(b) + 1) * lengths[b[0]] > max_tokens)
+                or lengths[i] < min_fill * lengths[b[0]]):  # fmt: skip
             buckets.append([i])
         else:
             b.append(i)

@@ -21,11 +21,9 @@ import random
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
-from paravt.learners.coldstart.sft import progress_iter, train_cross_entropy
+from paravt.learners.coldstart.sft import progress_iter, token_means, train_cross_entropy
 from paravt.learners.coldstart.teacher import seen_words, visible_events
-from paravt.learners.grpo import masked_mean
 from paravt.policies.encoded import Encoded
 from paravt.policies.hf import HFPolicy
 from paravt_env.data import VideoQASample
@@ -168,10 +166,8 @@ def build_examples(policy: HFPolicy, samples: list[VideoQASample], cfg: Percepti
     return [ex for ex in out if ex is not None]
 
 
-def example_loss(policy: HFPolicy, ex: PerceptionExample) -> torch.Tensor:
-    logp = policy.sequence_logprobs(ex.encoded, temperature=1.0)
-    mask = torch.tensor(ex.loss_mask[1:], dtype=torch.float32, device=logp.device)
-    return -masked_mean(logp, mask)
+example_losses = token_means
+"""The perception stage's loss: an example's mean negative log-likelihood of its target (``token_means``)."""
 
 
 def train_perception(policy: HFPolicy, examples: list[PerceptionExample], cfg: PerceptionConfig, *,
@@ -179,6 +175,6 @@ def train_perception(policy: HFPolicy, examples: list[PerceptionExample], cfg: P
     """``cfg.steps`` AdamW steps of ``cfg.batch`` examples each, reshuffled every pass; rows of
     ``{"stage": "perception", "step", "loss"}``. ``checkpoints``: ``train_cross_entropy``'s ``resume`` /
     ``save_state``."""
-    return train_cross_entropy(policy, examples, example_loss, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
+    return train_cross_entropy(policy, examples, example_losses, steps=cfg.steps, batch=cfg.batch, lr=cfg.lr,
                                grad_clip=grad_clip, seed=seed, stage="perception", progress=progress,
                                **checkpoints)  # fmt: skip

@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from paravt.learners.coldstart.perception import build_examples, example_loss, train_perception
-from paravt.learners.coldstart.sft import progress_bar, run_scripted_episode, sft_loss, train_cross_entropy
+from paravt.learners.coldstart.perception import build_examples, example_losses, train_perception
+from paravt.learners.coldstart.sft import progress_bar, run_scripted_episode, sft_losses, train_cross_entropy
 from paravt.learners.coldstart.store import ColdStartStore
 from paravt.learners.coldstart.teacher import (
     CHECK_TEXT,
@@ -164,9 +164,9 @@ def train_sft(policy: HFPolicy, data: list[Trajectory], cfg: TrainConfig, *, reh
     """Cross-entropy on the assistant's tokens: ``sft.steps`` AdamW steps of ``sft.batch`` episodes each,
     reshuffled every pass, plus ``sft.rehearsal`` perception examples per step from ``rehearsal``."""
     s = cfg.sft
-    return train_cross_entropy(policy, data, sft_loss, steps=s.steps, batch=s.batch, lr=s.lr,
+    return train_cross_entropy(policy, data, sft_losses, steps=s.steps, batch=s.batch, lr=s.lr,
                                grad_clip=cfg.optim.grad_clip, seed=cfg.seed, stage="sft", rehearsal=rehearsal or (),
-                               rehearsal_loss=example_loss, rehearse=s.rehearsal, progress=progress,
+                               rehearsal_losses=example_losses, rehearse=s.rehearsal, progress=progress,
                                schedule=s.lr_schedule, warmup_ratio=s.warmup_ratio, weight_decay=s.weight_decay,
                                **_stage_checkpoints(store, "sft", s.save_every_s))  # fmt: skip
 

@@ -4,14 +4,15 @@ The paper cold-starts PARA-GRPO from a model fine-tuned on successful parallel t
 script (``paravt.learners.coldstart.teacher``) writes the turns and the env really executes them (real crops, real frames);
 the episode is tokenised exactly like a policy rollout (``paravt.learners.rollout``), and the loss is next-token
 cross-entropy on the assistant's tokens only. ``train_cross_entropy`` is the loop both cold-start stages
-(perception, SFT) run.
+(perception, SFT) run; ``token_means``, ``accumulate``, ``optimizer_step`` and ``run_steps`` are the step every
+cross-entropy loop here takes (the streamed SFT's too; the RL trainer takes ``optimizer_step``).
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
@@ -19,8 +20,9 @@ import torch
 from paravt.learners.grpo import masked_mean
 from paravt.learners.interrupts import commit_section, raise_if_requested
 from paravt.learners.optim import adamw
-from paravt.learners.trajectory import Trajectory, TrajectoryBuilder
+from paravt.learners.trajectory import Trajectory, TrajectoryBuilder, loss_positions
 from paravt.policies.base import Generation
+from paravt.policies.encoded import length_buckets
 from paravt.policies.hf import HFPolicy
 from paravt_env.messages import observation_messages
 from paravt_env.protocol import THINK_PREFIX
@@ -61,13 +63,92 @@ def run_scripted_episode(
     )  # fmt: skip
 
 
-def sft_loss(policy: HFPolicy, trajectory: Trajectory, model: Any = None) -> torch.Tensor:
-    """Mean negative log-likelihood of the assistant's tokens (temperature 1)."""
-    # Every position scored (not ``scored=loss_positions``): measured no faster here, and the cold start it trains
-    # stays the one its figures were measured on (projecting fewer rows changed the floats from SFT step 5).
-    logp = policy.sequence_logprobs(trajectory.encoded, model=model, temperature=1.0)
-    mask = torch.tensor(trajectory.loss_mask[1:], dtype=torch.float32, device=logp.device)
-    return -masked_mean(logp, mask)
+MICRO_BATCH = 8
+"""At most this many items share one forward pass of a cold-start step."""
+MIN_FILL = 0.8
+"""An item shares a pass only with items whose longest it fills to at least this fraction. Measured on the main
+job's items (CPU, one thread): 4 perception examples (50-220 tokens) in one padded pass 40 ms against 49 ms one
+by one; 2 teacher episodes (300-1,700 tokens) padded together 111 ms against 78 ms one by one (a padding mask
+takes attention off its fast path, and the short one pays for the long one's length)."""
+
+Passes = Iterator[tuple[list[int], list[torch.Tensor]]]
+"""What a loss function of the cross-entropy loop yields: per forward pass, the indices of the items it scored
+and their losses (each differentiable)."""
+
+
+def token_means(policy: HFPolicy, items: Sequence[Any], *, micro_batch: int = MICRO_BATCH, min_fill: float = MIN_FILL,
+                max_tokens: int | None = None) -> Passes:  # fmt: skip
+    """Each item's mean negative log-likelihood of its loss tokens (temperature 1; items have ``encoded`` and
+    ``loss_mask``), a forward pass at a time: items of similar length (``length_buckets`` with ``min_fill``) share
+    a right-padded pass, and only the loss positions are projected to the vocabulary (``loss_positions``)."""
+    lengths = [len(item.encoded.input_ids) for item in items]
+    for bucket in length_buckets(lengths, max_rows=max(1, micro_batch), max_tokens=max_tokens, min_fill=min_fill):
+        rows = [items[i] for i in bucket]
+        logps = policy.batch_logprobs([r.encoded for r in rows], temperature=1.0, micro_batch=len(rows),
+                                      scored=[loss_positions(r.loss_mask) for r in rows])  # fmt: skip
+        yield bucket, [-masked_mean(lp, torch.tensor(r.loss_mask[1:], dtype=torch.float32, device=lp.device))
+                       for r, lp in zip(rows, logps, strict=True)]  # fmt: skip
+
+
+sft_losses = token_means
+"""The SFT stage's loss: a teacher episode's token mean (``token_means``)."""
+
+
+def accumulate(policy: Any, items: Sequence[Any], weights: Sequence[float],
+               losses: Callable[[Any, Sequence[Any]], Passes]) -> list[float]:  # fmt: skip
+    """Backpropagates sum_i ``weights[i]`` x item i's loss, one forward pass at a time (a pass's graph is freed
+    before the next: a step holds one micro-batch's activations, whatever its batch); returns each item's loss."""
+    values = [0.0] * len(items)
+    for bucket, values_of_pass in losses(policy, items):
+        sum(weights[i] * v for i, v in zip(bucket, values_of_pass, strict=True)).backward()
+        for i, v in zip(bucket, values_of_pass, strict=True):
+            values[i] = float(v.detach())
+    return values
+
+
+def optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, grad_clip: float,
+                   scheduler: Any = None) -> float:  # fmt: skip
+    """The update every learner here takes once its gradients are in: the gradients' norm clipped to
+    ``grad_clip``, the optimiser's step, then the schedule's; returns the learning rate the step used. Callers run
+    it inside ``commit_section`` with what they record of the step, so a step is taken whole or not at all."""
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    lr = optimizer.param_groups[0]["lr"]
+    if scheduler is not None:
+        scheduler.step()
+    return lr
+
+
+def run_steps(model: torch.nn.Module, first: int, last: int, one_step: Callable[[int], float], *, bar: Any = None,
+              save_state: Callable[[dict[str, Any]], None] | None = None,
+              loop_state: Callable[[int], dict[str, Any]] | None = None, completed: Callable[[], int] | None = None,
+              save_every_s: float = 60.0) -> None:  # fmt: skip
+    """Steps ``first``..``last`` of a cross-entropy loop in train mode: ``one_step(k)`` takes step k whole and
+    returns its loss. With ``save_state``, the loop's state after n completed steps (``loop_state(n)``) is handed
+    to it every ``save_every_s`` seconds, at the end, and on Ctrl-C / SIGTERM before the interrupt goes on (n then
+    ``completed()``). The model is left in eval mode."""
+    model.train()
+    last_save = time.monotonic()
+    try:
+        for k in range(first, last + 1):
+            raise_if_requested()  # an interrupt a finalizer swallowed
+            loss = one_step(k)
+            if bar:
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}")
+            if save_state is not None and k < last and time.monotonic() - last_save >= save_every_s:
+                save_state(loop_state(k))
+                last_save = time.monotonic()
+    except KeyboardInterrupt:
+        if save_state is not None:
+            save_state(loop_state(completed()))
+        raise
+    finally:
+        if bar:
+            bar.close()
+        model.eval()
+    if save_state is not None:
+        save_state(loop_state(last))
 
 
 def progress_bar(total: int, desc: str, enabled: bool, initial: int = 0, unit: str = "step"):
@@ -109,18 +190,20 @@ def lr_scheduler(opt: torch.optim.Optimizer, schedule: str, steps: int, warmup_r
 
 
 def train_cross_entropy(
-    policy: HFPolicy, items: Sequence[Any], loss: Callable[[HFPolicy, Any], torch.Tensor], *, steps: int, batch: int,
+    policy: HFPolicy, items: Sequence[Any], losses: Callable[[Any, Sequence[Any]], Passes], *, steps: int, batch: int,
     lr: float, grad_clip: float, seed: int, stage: str, rehearsal: Sequence[Any] = (),
-    rehearsal_loss: Callable[[HFPolicy, Any], torch.Tensor] | None = None, rehearse: int = 0, progress: bool = False,
+    rehearsal_losses: Callable[[Any, Sequence[Any]], Passes] | None = None, rehearse: int = 0, progress: bool = False,
     schedule: str = "constant", warmup_ratio: float = 0.0, weight_decay: float = 0.0,
     resume: dict[str, Any] | None = None, save_state: Callable[[dict[str, Any]], None] | None = None,
     save_every_s: float = 60.0,
 ) -> list[dict]:
-    """``steps`` AdamW steps (``weight_decay``, default none), each accumulating ``batch`` items of ``items`` (reshuffled every
-    pass; every loss token of ``items`` weighs the same: ``loss`` is an item's token mean, weighted here by its
-    token count over ``batch`` times the items' mean count; items have a ``loss_mask``) plus ``rehearse`` items drawn from ``rehearsal``, the
-    learning rate on ``schedule`` ("constant", or "cosine" after ``warmup_ratio`` of linear warm-up); returns
-    ``{"stage", "step", "loss", "lr"}`` rows (the loss of ``items`` only). The model is left in eval mode.
+    """``steps`` AdamW steps (``weight_decay``, default none), each over ``batch`` items of ``items`` (reshuffled every
+    pass; every loss token of ``items`` weighs the same: ``losses`` gives each item's token mean, weighted here by its
+    token count over ``batch`` times the items' mean count; items have a ``loss_mask``) plus ``rehearse`` items drawn
+    from ``rehearsal`` (each item's token mean over ``batch``), the learning rate on ``schedule`` ("constant", or
+    "cosine" after ``warmup_ratio`` of linear warm-up); returns ``{"stage", "step", "loss", "lr"}`` rows (the loss
+    of ``items`` only). ``losses`` scores several items a forward pass (``token_means``). The model is left in eval
+    mode.
 
     With ``save_state``, the loop's state at its last completed step (weights, optimiser, schedule, data order,
     RNGs, rows: see ``loop_state``) is handed to it every ``save_every_s`` seconds, at the end, and on Ctrl-C /
@@ -157,53 +240,32 @@ def train_cross_entropy(
                 "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "order": boundary[0],
                 "rng": boundary[1], "torch_rng": boundary[2], "rows": list(rows)}  # fmt: skip
 
-    bar = progress_bar(steps, stage, progress, initial=start)
-    policy.model.train()
-    last_save = time.monotonic()
-    try:
-        for step in range(start + 1, steps + 1):
-            raise_if_requested()  # an interrupt a finalizer swallowed
-            opt.zero_grad()
-            total = 0.0
-            picked = []
-            for _ in range(batch):
-                if not order:
-                    order = list(range(len(items)))
-                    rng.shuffle(order)
-                picked.append(items[order.pop()])
-            # Every loss token of the data weighs the same: an item's token mean times its token count, over a
-            # fixed normaliser (the batch's expected token count). A per-item mean weighs the one decision token of
-            # a 200-token tool-use episode ten times less than the same token in a 20-token answer episode
-            # (measured: 30 % crop episodes gave a policy that crops 1 % of the time); a token mean over the few
-            # items of this batch still does, by the batch's length (2 guesses: 1/50 each; a guess beside a crop
-            # episode: 1/245; measured: p(crop) 0.09 for 30 % crop episodes). Large batches make the two agree.
-            counts = [max(1, sum(item.loss_mask[1:])) for item in picked]
-            for item, n in zip(picked, counts, strict=True):
-                value = loss(policy, item) * (n / norm)
-                value.backward()
-                total += float(value.detach())
-            for extra in rng.sample(list(rehearsal), min(rehearse, len(rehearsal))) if rehearsal else []:
-                (rehearsal_loss(policy, extra) / batch).backward()
-            with commit_section():  # the step is taken whole, or not at all
-                torch.nn.utils.clip_grad_norm_(policy.model.parameters(), grad_clip)
-                opt.step()
-                rows.append({"stage": stage, "step": step, "loss": total, "lr": opt.param_groups[0]["lr"]})
-                sched.step()
-                boundary = (list(order), rng.getstate(), torch.get_rng_state())
-            if bar:
-                bar.update(1)
-                bar.set_postfix(loss=f"{total:.3f}")
-            if save_state is not None and step < steps and time.monotonic() - last_save >= save_every_s:
-                save_state(loop_state(step))
-                last_save = time.monotonic()
-    except KeyboardInterrupt:
-        if save_state is not None:
-            save_state(loop_state(len(rows)))  # one row per completed step
-        raise
-    finally:
-        if bar:
-            bar.close()
-        policy.model.eval()
-    if save_state is not None:
-        save_state(loop_state(steps))
+    def one_step(step: int) -> float:
+        nonlocal order, boundary
+        opt.zero_grad()
+        picked = []
+        for _ in range(batch):
+            if not order:
+                order = list(range(len(items)))
+                rng.shuffle(order)
+            picked.append(items[order.pop()])
+        # Every loss token of the data weighs the same: an item's token mean times its token count, over a
+        # fixed normaliser (the batch's expected token count). A per-item mean weighs the one decision token of
+        # a 200-token tool-use episode ten times less than the same token in a 20-token answer episode
+        # (measured: 30 % crop episodes gave a policy that crops 1 % of the time); a token mean over the few
+        # items of this batch still does, by the batch's length (2 guesses: 1/50 each; a guess beside a crop
+        # episode: 1/245; measured: p(crop) 0.09 for 30 % crop episodes). Large batches make the two agree.
+        weights = [max(1, sum(item.loss_mask[1:])) / norm for item in picked]
+        total = sum(w * v for w, v in zip(weights, accumulate(policy, picked, weights, losses), strict=True))
+        extras = rng.sample(list(rehearsal), min(rehearse, len(rehearsal))) if rehearsal else []
+        if extras:
+            accumulate(policy, extras, [1.0 / batch] * len(extras), rehearsal_losses)
+        with commit_section():  # the step is taken whole, or not at all
+            rows.append({"stage": stage, "step": step, "loss": total,
+                         "lr": optimizer_step(policy.model, opt, grad_clip, sched)})  # fmt: skip
+            boundary = (list(order), rng.getstate(), torch.get_rng_state())
+        return total
+
+    run_steps(policy.model, start + 1, steps, one_step, bar=progress_bar(steps, stage, progress, initial=start),
+              save_state=save_state, loop_state=loop_state, completed=lambda: len(rows), save_every_s=save_every_s)  # fmt: skip
     return rows

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
@@ -49,7 +48,14 @@ from typing import Any
 import torch
 
 from paravt.learners.coldstart.release_sft import conversation_trajectory, parse_row, release_sft_files
-from paravt.learners.coldstart.sft import lr_scheduler, progress_bar, sft_loss
+from paravt.learners.coldstart.sft import (
+    accumulate,
+    lr_scheduler,
+    optimizer_step,
+    progress_bar,
+    run_steps,
+    sft_losses,
+)
 from paravt.learners.interrupts import commit_section
 from paravt.learners.optim import adamw
 from paravt.learners.trajectory import Trajectory
@@ -221,7 +227,8 @@ def train_streaming_sft(policy: HFPolicy, spec: str | Path, *, steps: int, batch
                         resume: dict[str, Any] | None = None, save_state: Callable[[dict[str, Any]], None] | None = None,
                         save_every_s: float = 60.0, progress: bool = False) -> tuple[list[dict], StreamCounts]:  # fmt: skip
     """``steps`` AdamW steps on the SFT data ``spec`` (a file, folder or glob in lmms-engine's chat schema),
-    each over ``batch`` packs accumulated one conversation at a time; returns the loss rows (``stage`` "sft",
+    each over ``batch`` packs, scored a forward pass of similar-length conversations at a time
+    (``sft.token_means``); returns the loss rows (``stage`` "sft",
     ``step``, ``loss``, ``lr``, ``tokens``, ``rows``) and the stream's counters. ``resume`` / ``save_state``
     as in ``sft.train_cross_entropy``."""
     files = release_sft_files(spec)
@@ -257,45 +264,25 @@ def train_streaming_sft(policy: HFPolicy, spec: str | Path, *, steps: int, batch
                 "optimizer": opt.state_dict(), "scheduler": sched.state_dict(), "position": asdict(boundary[0]),
                 "counts": asdict(boundary[1]), "torch_rng": boundary[2], "rows": list(rows), "files": index}  # fmt: skip
 
-    bar = progress_bar(steps, "sft (streamed)", progress, initial=start)
-    policy.model.train()
-    last_save = time.monotonic()
     pending: Pack | None = None  # read ahead of the step that ends where it starts
-    try:
-        for step in range(start + 1, steps + 1):
-            chosen = [pending] if pending is not None else []
-            while len(chosen) < batch:
-                chosen.append(next(stream))
-            pending = next(stream)  # its start is where the next step (and a resume) begins
-            items = [t for p in chosen for t in p.items]
-            tokens = max(1, sum(sum(t.loss_mask[1:]) for t in items))
-            opt.zero_grad()
-            total = 0.0
-            for t in items:  # every assistant token of the step weighs the same: token mean x its share
-                value = sft_loss(policy, t) * (sum(t.loss_mask[1:]) / tokens)
-                value.backward()
-                total += float(value.detach())
-            with commit_section():
-                torch.nn.utils.clip_grad_norm_(policy.model.parameters(), grad_clip)
-                opt.step()
-                rows.append({"stage": "sft", "step": step, "loss": total, "lr": opt.param_groups[0]["lr"],
-                             "tokens": tokens, "rows": len(items)})  # fmt: skip
-                sched.step()
-                boundary = (pending.start, pending.counts, torch.get_rng_state())
-            if bar:
-                bar.update(1)
-                bar.set_postfix(loss=f"{total:.3f}")
-            if save_state is not None and step < steps and time.monotonic() - last_save >= save_every_s:
-                save_state(loop_state(step))
-                last_save = time.monotonic()
-    except KeyboardInterrupt:
-        if save_state is not None:
-            save_state(loop_state(len(rows)))
-        raise
-    finally:
-        if bar:
-            bar.close()
-        policy.model.eval()
-    if save_state is not None:
-        save_state(loop_state(steps))
+
+    def one_step(step: int) -> float:
+        nonlocal pending, boundary
+        chosen = [pending] if pending is not None else []
+        while len(chosen) < batch:
+            chosen.append(next(stream))
+        pending = next(stream)  # its start is where the next step (and a resume) begins
+        items = [t for p in chosen for t in p.items]
+        tokens = max(1, sum(sum(t.loss_mask[1:]) for t in items))
+        opt.zero_grad()
+        weights = [sum(t.loss_mask[1:]) / tokens for t in items]  # every assistant token of the step weighs the same
+        total = sum(w * v for w, v in zip(weights, accumulate(policy, items, weights, sft_losses), strict=True))
+        with commit_section():
+            rows.append({"stage": "sft", "step": step, "loss": total,
+                         "lr": optimizer_step(policy.model, opt, grad_clip, sched), "tokens": tokens, "rows": len(items)})  # fmt: skip
+            boundary = (pending.start, pending.counts, torch.get_rng_state())
+        return total
+
+    run_steps(policy.model, start + 1, steps, one_step, bar=progress_bar(steps, "sft (streamed)", progress, initial=start),
+              save_state=save_state, loop_state=loop_state, completed=lambda: len(rows), save_every_s=save_every_s)  # fmt: skip
     return rows, boundary[1]

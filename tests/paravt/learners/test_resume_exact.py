@@ -63,11 +63,11 @@ def _after_calls(n, original):
 
 POINTS = {
     # cold start: mid perception loop, mid teacher episodes, mid SFT loop
-    "perception step 2": lambda mp: mp.setattr("paravt.learners.coldstart.perception.example_loss",
-                                               _after_calls(3, importlib.import_module("paravt.learners.coldstart.perception").example_loss)),
+    "perception step 2": lambda mp: mp.setattr("paravt.learners.coldstart.perception.example_losses",
+                                               _after_calls(2, importlib.import_module("paravt.learners.coldstart.perception").example_losses)),
     "teacher episode 4": lambda mp: mp.setattr(coldstart, "run_scripted_episode",
                                                _after_calls(4, coldstart.run_scripted_episode)),
-    "sft step 3": lambda mp: mp.setattr(coldstart, "sft_loss", _after_calls(5, coldstart.sft_loss)),
+    "sft step 3": lambda mp: mp.setattr(coldstart, "sft_losses", _after_calls(3, coldstart.sft_losses)),
     "sft done, cold start not saved": lambda mp: mp.setattr(trainer_module, "run_cold_start",
                                                             _after_calls(1, trainer_module.run_cold_start)),
     # RL: rollouts of step 3 played (data position and RNG advanced), gradients of step 3 computed (not

@@ -77,19 +77,19 @@ def test_streamed_sft_trains_and_resumes_from_any_step_to_the_same_weights(tiny_
 
     saved = {}
     calls = {"n": 0}
-    original = stream.sft_loss
+    original = stream.sft_losses
 
-    def interrupted(*args, **kwargs):  # Ctrl-C in the middle of step 4
+    def interrupted(*args, **kwargs):  # Ctrl-C in the middle of step 4 (one call a step)
         calls["n"] += 1
-        if calls["n"] == sum(r["rows"] for r in rows[:3]) + 1:
+        if calls["n"] == 4:
             raise KeyboardInterrupt
         return original(*args, **kwargs)
 
     policy.model.load_state_dict(initial)
-    monkeypatch.setattr(stream, "sft_loss", interrupted)
+    monkeypatch.setattr(stream, "sft_losses", interrupted)
     with pytest.raises(KeyboardInterrupt):
         _train(policy, shard, 6, save_state=lambda s: saved.update(state=s))
-    monkeypatch.setattr(stream, "sft_loss", original)
+    monkeypatch.setattr(stream, "sft_losses", original)
     assert saved["state"]["step"] == 3
 
     fresh = HFPolicy.from_pretrained(tiny_qwen3)  # a new process: the weights come from the saved state
