@@ -2,7 +2,7 @@
 0) trained from the cold starts of several pipeline seeds, set beside the spread over RL seeds from one cold start
 (docs/repro.md, "The spread over cold starts"):
 
-    python scripts/coldstart_spread.py [--out docs/repro/coldstart_spread.json] [--markdown]
+    python scripts/coldstart_spread.py [--out results/repro/coldstart_spread.json] [--markdown]
 
 Each pipeline seed's ``paravt repro`` directory (``DIRS``) holds its cold start's probe gate (``coldstart/gate.json``)
 and the ``report.json`` that ``paravt repro --report-only`` wrote from its runs; nothing is recomputed from the runs
@@ -26,7 +26,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere: the package besi
 from paravt.experiments.repro.gate import read_gate  # noqa: E402 - after the path fix above
 from paravt.experiments.repro.goals import held_out, last_quarter, miss_crop_rate, retention  # noqa: E402
 
-REPRO = ROOT / "docs/repro"
+REPRO = ROOT / "results/repro"
 DIRS = {0: REPRO / "repro_cpu_prior_seed0", 1: REPRO / "repro_cpu_prior", 2: REPRO / "repro_cpu_prior_seed2"}
 """The cold starts, by pipeline seed: seed 1's carries the comparison (it passed the probe gate); seed 0's failed the
 habit check, seed 2's the crop check (both arms' runs trained with ``--no-gate``, read knowing which failed)."""

@@ -1,9 +1,9 @@
 """Issue 62's two tests against the main job's late collapse, judged from the committed runs against the goals
 docs/training.md wrote before them ("Late format collapse, and a guard tested"):
 
-    python scripts/main_job_guards.py [--out docs/results/tiny_cpu/pinned_linear_patch_embed/guards.json]
+    python scripts/main_job_guards.py [--out results/tiny_cpu/pinned_linear_patch_embed/guards.json]
 
-The runs, per seed S of the four (``docs/results/tiny_cpu/pinned_linear_patch_embed/``): ``seedS`` (the release's
+The runs, per seed S of the four (``results/tiny_cpu/pinned_linear_patch_embed/``): ``seedS`` (the release's
 scoring, stopped and evaluated at steps 50-80), ``guard_penalty/seedS`` (the same RL with
 ``para.broken_call_penalty=0.1``, stops 60 and 80) and ``selection/seedS`` (the same RL as ``seedS``, with the
 checkpoint chosen on a validation split: ``select.every=10 select.after=30 data.validation_n=40``, stops 60 and 80).
@@ -17,7 +17,7 @@ import statistics
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent / "docs/results/tiny_cpu/pinned_linear_patch_embed"
+ROOT = Path(__file__).resolve().parent.parent / "results/tiny_cpu/pinned_linear_patch_embed"
 SEEDS = ("0", "1", "2", "3")
 FORMAT_STEPS = (41, 80)
 """Steps over which the guard's goal (iii) compares sampled format compliance."""

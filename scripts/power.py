@@ -1,10 +1,10 @@
 """The power of the powered design (docs/repro.md, "Powered runs: the design and its goals"), computed from the
 pilots' committed figures before any of its runs:
 
-    python scripts/power.py [--out docs/repro/powered/power.json] [--markdown]
+    python scripts/power.py [--out results/repro/powered/power.json] [--markdown]
 
 (a) Tool Prior Paradox and gating, tool-neutral reward, vanilla GRPO against gating only: the pilot is the
-preregistered comparison's three RL seeds (``docs/repro/repro_cpu_prior/report.json``, its sound reading): the
+preregistered comparison's three RL seeds (``results/repro/repro_cpu_prior/report.json``, its sound reading): the
 paired difference of probe retention at K = 16 (gating minus vanilla) and each arm's collapsed runs.
 (b) Sequential against parallel on ``two_colours``: the pilot is the first trained comparison's three seed pairs
 (``results/dispatch_trained_two_colours/comparison.json``): the paired difference of held-out accuracy of the
@@ -30,8 +30,8 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere: the package besi
 
 from paravt.evaluation.stats import fisher_power, minimum_detectable, pairs_for_power  # noqa: E402 - after the path fix
 
-OUT = ROOT / "docs/repro/powered/power.json"
-PILOT_A = ROOT / "docs/repro/repro_cpu_prior/report.json"
+OUT = ROOT / "results/repro/powered/power.json"
+PILOT_A = ROOT / "results/repro/repro_cpu_prior/report.json"
 PILOT_B = ROOT / "results/dispatch_trained_two_colours/comparison.json"
 PAIRS = 10
 """Pairs (RL seeds per arm, seed pairs per side) the design runs: new seeds 3-12, the pilots' 0-2 kept apart."""

@@ -224,7 +224,7 @@ def test_every_generated_table_is_what_its_committed_results_give():
             found.setdefault(function, set()).add(path.name)
     assert {"README.md", "training.md"} <= found.get("to_markdown", set()), "the main job's table"
     assert "results.md" in found.get("comparison_table", set()), "the perception probe's table (with the recipes' history)"
-    main_job = json.loads((REPO / "docs/results/tiny_cpu/main_job.json").read_text())
+    main_job = json.loads((REPO / "results/tiny_cpu/main_job.json").read_text())
     assert len(main_job["seeds"]) >= 3, "the headline is a mean over at least 3 seeds"
 
 
@@ -275,14 +275,14 @@ def test_the_powered_designs_power_is_what_the_pilots_committed_figures_give():
     assert to_markdown(result).strip() in (DOCS / "repro.md").read_text()
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (DOCS / "repro").glob("repro_cpu_prior*")))
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "results" / "repro").glob("repro_cpu_prior*")))
 def test_the_comparisons_verdicts_recompute_from_its_committed_runs(tmp_path, name):
     """Issue 62's comparison and its cold starts: ``paravt repro --report-only`` on a copy of the committed directory
     (slim runs, gates, evaluations) writes the committed report.json again, goals and verdicts included."""
     from paravt.cli import main
 
     out = tmp_path / name
-    shutil.copytree(DOCS / "repro" / name, out)
+    shutil.copytree(REPO / "results" / "repro" / name, out)
     committed = json.loads((out / "report.json").read_text())
     (out / "report.json").unlink()
     assert main(["repro", "--out", str(out), "--report-only", "--no-progress"]) == 0
@@ -292,10 +292,10 @@ def test_the_comparisons_verdicts_recompute_from_its_committed_runs(tmp_path, na
 
 
 def test_the_main_jobs_figures_recompute_from_its_committed_runs():
-    """docs/results/tiny_cpu/main_job.json (the README's table) is what the committed slim runs give
-    (docs/results/tiny_cpu/main_job_runs/seedS: samples, evaluations, the selection's choice and metrics; no videos)."""
+    """results/tiny_cpu/main_job.json (the README's table) is what the committed slim runs give
+    (results/tiny_cpu/main_job_runs/seedS: samples, evaluations, the selection's choice and metrics; no videos)."""
     from paravt.experiments.main_job import summarise
 
-    runs = sorted((REPO / "docs/results/tiny_cpu/main_job_runs").glob("seed*"))
+    runs = sorted((REPO / "results/tiny_cpu/main_job_runs").glob("seed*"))
     assert len(runs) >= 3
-    assert summarise(runs) == json.loads((REPO / "docs/results/tiny_cpu/main_job.json").read_text())
+    assert summarise(runs) == json.loads((REPO / "results/tiny_cpu/main_job.json").read_text())

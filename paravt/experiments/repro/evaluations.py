@@ -38,7 +38,7 @@ def evaluate_coldstart(out: Path, cfg: ReproConfig, progress: bool = False) -> N
 
 def evaluate_policy(model: Path, heldout: Path, target: Path, cfg: ReproConfig, **kwargs: Any) -> None:
     """One evaluation, skipped when ``target`` already holds a finished summary of every sample asked for (a
-    run directory carried over as ``docs/repro/`` keeps it, without the weights that would be loaded to resume)."""
+    run directory carried over as ``results/repro/`` keeps it, without the weights that would be loaded to resume)."""
     summary = target / "summary.json"
     if summary.is_file():
         from paravt_env import load_samples

@@ -38,7 +38,7 @@ def run_coldstart(cfg: ReproConfig, out: Path, progress: bool = True) -> Path:
     base = base_config(cfg)
     base.steps = 0
     if (target / "paravt.json").is_file():
-        # a run carried to another machine without its videos (docs/repro/ keeps the weights, not the videos)
+        # a run carried to another machine without its videos (results/repro/ keeps the weights, not the videos)
         # gets its held-out split again: the same seed draws the same videos
         write_heldout(base, run)
         return target
@@ -82,7 +82,7 @@ def run_arm(cfg: ReproConfig, out: Path, arm: str, seed: int, progress: bool = T
 
 def follow_move(run: Path, model: Path) -> None:
     """Point an arm's saved config at the shared cold start where it is now. A repro directory copied elsewhere
-    (another machine, a session's copy of ``docs/repro/``) names its cold start by the absolute path it had, and a
+    (another machine, a session's copy of ``results/repro/``) names its cold start by the absolute path it had, and a
     resumed run must keep its settings: without this, an unfinished arm would not resume. Only a path that ends as
     this repro's own cold start does (``coldstart/coldstart/model``) is followed: the same weights, moved."""
     path = run / "config.json"

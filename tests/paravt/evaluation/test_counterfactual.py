@@ -36,7 +36,7 @@ def test_re_asked_questions_are_left_out_and_counted(tmp_path):
 
 
 def test_the_rates_need_the_samples_not_the_videos(tmp_path):
-    """A run's slim copy (samples.jsonl and results, no videos: docs/results/tiny_cpu/main_job_runs) gives the same
+    """A run's slim copy (samples.jsonl and results, no videos: results/tiny_cpu/main_job_runs) gives the same
     rates as the run itself."""
     generate_dataset(tmp_path / "base", SynthConfig(**SMALL), progress=False)
     changed = generate_dataset(tmp_path / "cf", SynthConfig(**SMALL, counterfactual="colour"), progress=False)

@@ -69,13 +69,13 @@ def test_repro_smoke_gates_resumes_and_reports(tmp_path, monkeypatch, capsys, ca
     (out / "report.md").unlink()
     assert main(["repro", "--out", str(out), "--report-only"]) == 0
     assert "sft.steps=4" in (out / "report.md").read_text() and "seeds: 0;" in (out / "report.md").read_text()
-    # a report directory that keeps only the summaries (as docs/repro/ does) still reports the cold start
+    # a report directory that keeps only the summaries (as results/repro/ does) still reports the cold start
     assert "| cold start (shared) |" in (out / "report.md").read_text()
     (out / "coldstart" / "eval_parallel_k4" / "results.jsonl").unlink()
     assert main(["repro", "--out", str(out), "--report-only"]) == 0
     assert "| cold start (shared) |" in (out / "report.md").read_text()
     assert main(["repro", "--out", str(tmp_path / "none"), "--report-only"]) == 1
-    # carried to another machine as docs/repro/ keeps it (summaries, states, the cold start's weights; no arm
+    # carried to another machine as results/repro/ keeps it (summaries, states, the cold start's weights; no arm
     # weights, no videos): the same command finds every run finished and evaluated, and reports it again
     kit = tmp_path / "kit"
     for f in out.rglob("*"):

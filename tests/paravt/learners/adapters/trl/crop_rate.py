@@ -3,7 +3,7 @@ same prompts (samples, epoch 0, so the same K) at the same temperature: does a c
 local trainer crop under TRL at the same rate?
 
     PARAVT_ENGINE=trl OMP_NUM_THREADS=1 .nox/engine-name-trl/bin/python tests/paravt/learners/adapters/trl/crop_rate.py \\
-        [--videos 8] [--group 8] [--checkpoint docs/repro/repro_cpu/coldstart/coldstart/model] [--out rates.json]
+        [--videos 8] [--group 8] [--checkpoint results/repro/repro_cpu/coldstart/coldstart/model] [--out rates.json]
 
 The env is the repro recipe's (``repro_cpu``: nFrames Gating over {4, ..., 64}, 5 parallel crops of 16 frames,
 784-12,544 pixels, the think prefix, temperature 0.7), on ``--videos`` repro videos of a seed no stage trained
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[5]
-COLDSTART = REPO / "docs/repro/repro_cpu/coldstart/coldstart/model"
+COLDSTART = REPO / "results/repro/repro_cpu/coldstart/coldstart/model"
 
 
 def repro_samples(cfg: Any, out: Path, n: int, seed: int = 4242) -> list[Any]:

@@ -1,7 +1,7 @@
 """One observation, whichever engine: a checkpoint trained by the local trainer reads, under TRL's own
 ``GRPOTrainer``, the tokens it reads under the local trainer, token for token.
 
-The checkpoint is the repro's cold start (``docs/repro/repro_cpu/coldstart``: perception stage and SFT on teacher
+The checkpoint is the repro's cold start (``results/repro/repro_cpu/coldstart``: perception stage and SFT on teacher
 episodes, a card of 784-12,544 pixels; it crops 4-5 times an episode under the local trainer). TRL loads it
 from its path through ``AutoProcessor`` (its own processor class, nothing patched), runs a real training step,
 and every ``generate`` call TRL makes is recorded: the first turn's prompt and the second turn's prompt (the
@@ -29,7 +29,7 @@ from paravt_env import VideoToolEnv  # noqa: E402
 from paravt_env.messages import observation_messages  # noqa: E402
 from paravt_env.protocol import system_prompt  # noqa: E402
 
-COLDSTART = Path(__file__).resolve().parents[5] / "docs/repro/repro_cpu/coldstart/coldstart/model"
+COLDSTART = Path(__file__).resolve().parents[5] / "results/repro/repro_cpu/coldstart/coldstart/model"
 # the repro recipe at test size: K in {8, 16}, 5 parallel crops of at most 4 frames (one turn: 1,684 tokens)
 OVERRIDES = ["para.gating_choices=[8,16]", "env.crop_max_frames=4"]
 

@@ -14,7 +14,7 @@ from paravt.learners.config import load_recipe
 from paravt_env import EnvConfig
 
 pytest.importorskip("torch")
-COLDSTART = Path(__file__).resolve().parents[5] / "docs/repro/repro_cpu/coldstart/coldstart/model"
+COLDSTART = Path(__file__).resolve().parents[5] / "results/repro/repro_cpu/coldstart/coldstart/model"
 
 
 def test_the_budget_comes_from_the_argument_the_recipe_the_card_then_the_env(synth_small, tmp_path, caplog):

@@ -9,7 +9,7 @@ import pytest
 from paravt.learners.adapters.trl.template import ROLE_KEY, local_chat_template
 from paravt_env.protocol import system_prompt
 
-COLDSTART = Path(__file__).resolve().parents[5] / "docs/repro/repro_cpu/coldstart/coldstart/model"
+COLDSTART = Path(__file__).resolve().parents[5] / "results/repro/repro_cpu/coldstart/coldstart/model"
 TOOLS = [{"type": "function", "function": {"name": "crop_video", "description": "Crop.", "parameters": {
     "type": "object", "properties": {"start_time": {"type": "number"}, "end_time": {"type": "number"}}}}}]  # fmt: skip
 CALL = {"name": "crop_video", "arguments": {"start_time": 1.5, "end_time": 9}}
