@@ -10,11 +10,13 @@ from paravt.learners.adapters.engines import backends
 
 def add_parser(sub, name: str, help_text: str) -> None:
     p = sub.add_parser(name, help=help_text, description=help_text)
-    p.add_argument("--recipe", default="tiny_cpu", metavar="NAME|YAML",
-                   help=f"a recipe: {', '.join(recipe_names())}, or a YAML file's path (default tiny_cpu)")
+    p.add_argument("--recipe", default=None, metavar="NAME|YAML",
+                   help=f"a recipe: {', '.join(recipe_names())}, or a YAML file's path (default tiny_cpu; with "
+                        "--resume, the run's own settings, RUN/config.json, with any overrides given)")
     p.add_argument("--steps", type=int, default=None, help="RL steps to reach (default: the recipe's)")
     p.add_argument("--out", default="runs/train", help="run directory (default runs/train)")
-    p.add_argument("--resume", action="store_true", help="continue from RUN/checkpoint")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from RUN/checkpoint, under RUN/config.json's settings unless --recipe is given")
     p.add_argument("--allow-config-change", action="store_true",
                    help="with --resume: continue under settings that differ from RUN/config.json")
     p.add_argument("--backend", choices=backends(), default="local", help="where the recipe trains (default local)")
@@ -39,9 +41,22 @@ def recipe_names() -> list[str]:
     return sorted({f.stem for d in folders for f in d.glob("*.yaml")})
 
 
-def run(args: argparse.Namespace) -> int:
-    from paravt.learners.config import load_recipe
+def settings(args: argparse.Namespace):
+    """The run's settings and what they came from: ``--recipe`` (default tiny_cpu) with the overrides; with
+    ``--resume`` and no ``--recipe``, the run's own ``RUN/config.json`` with the overrides (a continued run need not
+    retype them)."""
+    from pathlib import Path
 
+    from paravt.learners.config import load_recipe, load_run_config
+
+    saved = Path(args.out) / "config.json"
+    if args.resume and args.recipe is None and args.backend == "local" and saved.is_file():
+        return load_run_config(args.out, args.overrides), f"{saved} (the run's own settings)"
+    recipe = args.recipe or "tiny_cpu"
+    return load_recipe(recipe, args.overrides), recipe
+
+
+def run(args: argparse.Namespace) -> int:
     if args.steps is not None and args.steps < 0:
         raise ValueError(f"--steps must be at least 0, got {args.steps}")
     # flags that would otherwise be ignored without a word are refused by name
@@ -54,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         from paravt.learners.threads import resolve_threads
 
         resolve_threads(args.threads)  # --threads 0 is refused by a dry run as by the real one
-    cfg = load_recipe(args.recipe, args.overrides)
+    cfg, args.recipe = settings(args)
     if args.backend == "local":
         from paravt.learners.metrics import check_sinks
 

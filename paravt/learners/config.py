@@ -487,15 +487,8 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_recipe(name_or_path: str, overrides: list[str] | None = None) -> TrainConfig:
-    """A recipe by name (``paravt/learners/recipes/NAME.yaml``) or path, with ``key=value`` overrides."""
-    path = Path(name_or_path)
-    if not path.suffix and not path.exists():
-        path = RECIPES_DIR / f"{name_or_path}.yaml"
-    if not path.is_file():
-        known = sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
-        raise FileNotFoundError(f"no recipe {name_or_path!r} (not a file, not one of {known})")
-    data = read_yaml(path)
+def apply_overrides(data: dict[str, Any], overrides: list[str] | None) -> None:
+    """``key=value`` overrides (dotted keys, YAML values) written into a recipe's mapping, in place."""
     for item in overrides or []:
         if "=" not in item:
             raise ValueError(f"override {item!r} is not key=value")
@@ -511,6 +504,39 @@ def load_recipe(name_or_path: str, overrides: list[str] | None = None) -> TrainC
         if not isinstance(node, dict):
             raise ValueError(f"override {item!r}: {'.'.join(parts[:-1])} is a value, not a section")
         node[parts[-1]] = parsed
+
+
+def load_run_config(run: str | Path, overrides: list[str] | None = None) -> TrainConfig:
+    """A run's own settings (``RUN/config.json``, as the run wrote them), with ``key=value`` overrides: what
+    ``paravt train --out RUN --resume`` continues under when no recipe is named. The env keys the algorithm sets
+    (``ALGORITHM_KEYS``) are left out of the file's env section and set again by the algorithm, as they were."""
+    from paravt_env.storage import read_json
+
+    path = Path(run) / "config.json"
+    data = read_json(path)  # a damaged file is named, never overwritten
+    if not isinstance(data, dict) or not isinstance(data.get("env"), dict):
+        raise ValueError(f"{path} is not a paravt train run's settings (no env section)")
+    for key in ALGORITHM_KEYS:
+        data["env"].pop(key, None)
+    apply_overrides(data, overrides)
+    try:
+        cfg = _build(TrainConfig, data, "")
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    check_counts(cfg)
+    return cfg
+
+
+def load_recipe(name_or_path: str, overrides: list[str] | None = None) -> TrainConfig:
+    """A recipe by name (``paravt/learners/recipes/NAME.yaml``) or path, with ``key=value`` overrides."""
+    path = Path(name_or_path)
+    if not path.suffix and not path.exists():
+        path = RECIPES_DIR / f"{name_or_path}.yaml"
+    if not path.is_file():
+        known = sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+        raise FileNotFoundError(f"no recipe {name_or_path!r} (not a file, not one of {known})")
+    data = read_yaml(path)
+    apply_overrides(data, overrides)
     cfg = _build(TrainConfig, data, "")
     check_counts(cfg)
     return cfg

@@ -82,6 +82,22 @@ def test_a_smaller_then_a_larger_steps_say_what_they_trained(finished, capsys, m
     assert all(f"{run / name}: 2 samples scored now" in out for name in EVALS[2:])
 
 
+def test_resume_continues_under_the_runs_own_settings_without_retyping_them(finished, capsys, monkeypatch):
+    root, run, _ = finished
+    monkeypatch.setenv("PARAVT_CACHE", str(root / "cache"))
+    at = _steps(run)[-1]
+    assert main(["train", "--out", str(run), "--steps", str(at), "--resume", "--dry-run"]) == 0
+    assert f"recipe: {run / 'config.json'} (the run's own settings)" in capsys.readouterr().out
+    assert main(["train", "--out", str(run), "--steps", str(at + 1), "--resume", "--no-progress"]) == 0  # no FAST
+    assert _steps(run)[-1] == at + 1 and json.loads((run / "config.json").read_text())["sft"]["steps"] == 4
+    # an override on top of the run's settings is still a change, refused without --allow-config-change
+    assert main(["train", "--out", str(run), "--steps", str(at + 2), "--resume", "--no-progress", "grpo.kl_coef=0"]) == 1
+    assert "grpo.kl_coef: 0.01 -> 0" in capsys.readouterr().err and _steps(run)[-1] == at + 1
+    # a recipe named on the command line is taken as before: tiny_cpu's own sizes differ from the run's
+    assert main(["train", "--out", str(run), "--recipe", "tiny_cpu", "--steps", str(at + 2), "--resume"]) == 1
+    assert "--allow-config-change" in capsys.readouterr().err
+
+
 def test_dry_run_prints_the_plan_and_writes_nothing(finished, tmp_path, capsys, monkeypatch):
     root, run, _ = finished
     monkeypatch.setenv("PARAVT_CACHE", str(root / "cache"))
