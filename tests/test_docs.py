@@ -229,7 +229,7 @@ def test_every_generated_table_is_what_its_committed_results_give():
 
 
 def test_the_main_job_guards_verdicts_are_what_their_committed_runs_give():
-    """docs/training.md's verdicts on the broken-call penalty and the validation selection (issue 62) recompute from
+    """docs/training.md's verdicts on the broken-call penalty and the validation selection recompute from
     the committed runs (``scripts/main_job_guards.py``)."""
     from scripts.main_job_guards import ROOT, judge
 
@@ -237,7 +237,7 @@ def test_the_main_job_guards_verdicts_are_what_their_committed_runs_give():
 
 
 def test_the_spread_over_cold_starts_is_what_the_committed_reports_give():
-    """docs/repro.md's spread over cold starts (issue 62) recomputes from the committed repro reports and gates
+    """docs/repro.md's spread over cold starts recomputes from the committed repro reports and gates
     (``scripts/coldstart_spread.py``), and names what it lacks instead of filling it in."""
     from scripts.coldstart_spread import OUT, judge, to_markdown
 

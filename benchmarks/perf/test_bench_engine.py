@@ -1,4 +1,4 @@
-"""The rollout engine (issue 57) against the path before it, side by side in one run, at 1 torch thread:
+"""The rollout engine  against the path before it, side by side in one run, at 1 torch thread:
 
 - ``rollout``: one RL step's rollouts (``prompts_per_step`` x ``group_size`` episodes, the same prompts and seed
   each round) with ``model.generate`` re-reading each conversation (``reference``) and with the engine;

@@ -21,7 +21,7 @@ def add_parser(sub, name: str, help_text: str) -> None:
     p.add_argument("--recipe", default="repro_cpu", help="shared recipe (default repro_cpu: long videos, short events)")
     p.add_argument("--arms", default=None,
                    help="comma-separated arms (default: the six of the released reward; the tool-neutral arms of "
-                        "issue 62 are named with _neutral: paravt.experiments.repro.arms.ARMS)")
+                        "the tool-neutral design are named with _neutral: paravt.experiments.repro.arms.ARMS)")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated RL seeds (default 0,1,2)")
     p.add_argument("--steps", type=int, default=None, help="RL steps per arm (default: the recipe's)")
     p.add_argument("--eval-limit", type=int, default=None, help="held-out samples per evaluation (default all)")
@@ -30,13 +30,13 @@ def add_parser(sub, name: str, help_text: str) -> None:
                         "(default 4,16,64; 'card': each policy card's)")
     p.add_argument("--dispatch", default="parallel,sequential",
                    help="comma-separated tool dispatch modes each final policy is evaluated with (default "
-                        "parallel,sequential; issue 62's design: parallel, the protocol every arm is trained for)")
+                        "parallel,sequential; the tool-neutral design: parallel, the protocol every arm is trained for)")
     p.add_argument("--no-gate", action="store_true",
                    help="train the arms even when the cold start fails the probe gate (its figures are still "
                         "recorded in OUT/coldstart/gate.json and the report)")
     p.add_argument("--gate-habit", type=float, default=None, metavar="SHARE",
                    help="the probe gate's tool-prior check: greedy at K = 64 the cold start crops in at least this "
-                        "share of the held-out episodes (issue 62's design: 0.5; default: not checked)")
+                        "share of the held-out episodes (the tool-neutral design: 0.5; default: not checked)")
     p.add_argument("--report-only", action="store_true", help="only rewrite the report from finished runs")
     p.add_argument("--jobs", type=int, default=1,
                    help="arm runs trained and evaluated at once, each in its own process with its share of the CPU "

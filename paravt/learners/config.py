@@ -205,14 +205,14 @@ class SFTConfig:
     """After crops that show no needle, with a turn left, the teacher crops again, its windows shifted by half
     the crop frames' spacing (``paravt.learners.coldstart.teacher.recrop_turn``), instead of answering. A 2-3 s
     event falls between the frames of a 60 s crop of 16 frames (one round showed it in 35 of 40 long videos,
-    two rounds in 40 of 40: issue 39)."""
+    two rounds in 40 of 40)."""
     coverage: str = "widen"
     """How the teacher covers a video that needs more than ``env.max_parallel`` windows of ``window`` seconds.
     "widen": one round of ``max_parallel`` wider windows, whose bounds are the duration's fractions (the
     repro's long videos, one round). "continue": the first ``max_parallel`` windows, then, where they show no
     needle, the next ones in the next turn (``teacher.continue_turn``): every bound is a multiple of
     ``window`` whatever the duration, so a policy that learnt them crops videos longer than it trained on
-    (issue 39: trained on 30-90 s with "widen", the main job's policy wrote "I will inspect 0." on 135-180 s)."""
+    (trained on 30-90 s with "widen", the main job's policy wrote "I will inspect 0." on 135-180 s)."""
     guess_after_miss: bool = False
     """Where the last crops still show no needle, the teacher says so and guesses one of the answers the question
     kind has in the data (as the tool-shy teacher guesses), instead of dropping the episode (``TeacherMiss``,
@@ -255,7 +255,7 @@ class SFTConfig:
 @dataclass
 class SelectConfig:
     """Which RL checkpoint a run reports (``paravt.learners.selection``): the one that scored best on the validation
-    split, so that its figures do not depend on the step at which the run stops (issue 62: one main-job seed of four
+    split, so that its figures do not depend on the step at which the run stops (one main-job seed of four
     read 0.975 held out at step 70 and 0.750 at step 80)."""
 
     every: int = 0

@@ -3,7 +3,7 @@
 On a CPU, torch picks its vectorised kernels (``exp``, ``softmax``, reductions) by the widest instruction set the
 machine has (AVX-512 here, AVX2 on an older machine), MKL picks its matrix-multiply code path the same way, and
 oneDNN's convolutions (Qwen-VL's patch embedding) pick kernels by instruction set and cache sizes. Each path
-rounds differently in the last bits. Measured on the main job (issue 62): three RL steps from one cold start
+rounds differently in the last bits. Measured on the main job: three RL steps from one cold start
 give other losses and entropies from step 1 under each of torch's and MKL's choices; a sampled rollout then
 draws another token wherever a uniform draw falls between the two roundings, and the run takes another path.
 That is why the main job repeated its own numbers on one machine and not on another of the same kind.

@@ -44,7 +44,7 @@ class GRPOConfig:
     """Re-normalise advantages over the whole batch after group normalisation. Release: on."""
     tool_credit: bool = True
     """The reward credits calling the tool as such (``RewardConfig.tool_credit``), under every algorithm, vanilla
-    GRPO included. True: the released rewards. False: the tool-neutral variant of issue 62, where at equal
+    GRPO included. True: the released rewards. False: the tool-neutral variant, where at equal
     accuracy calling earns nothing over answering from the overview, so skipping the tool can pay."""
     reward_scale: float = 10.0
     """Rewards are mapped to scale * r + bias before normalisation. Release: 10."""

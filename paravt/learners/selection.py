@@ -1,5 +1,5 @@
 """Which RL checkpoint a run reports: the one that scored best on a validation split, not whichever step the run
-happened to stop at (``select`` in a recipe; issue 62: one main-job seed of four read 0.975 held out at steps 50-70
+happened to stop at (``select`` in a recipe; one main-job seed of four read 0.975 held out at steps 50-70
 and 0.750 at step 80, after its rollouts' entropy jumped).
 
 Every ``select.every`` RL steps from ``select.after``, the policy as it is is saved to

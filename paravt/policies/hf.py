@@ -45,7 +45,7 @@ from paravt_env.protocol import THINK_PREFIX
 ENGINES = ("cached", "generate")
 """How ``HFPolicy`` generates: ``cached``, the rollout engine of ``paravt.policies.kv_engine`` (an episode's cache
 kept across turns, prefill without padding, one vision pass per distinct image); ``generate``, transformers'
-``model.generate`` on left-padded batches, re-reading every conversation whole (the path before issue 57, kept
+``model.generate`` on left-padded batches, re-reading every conversation whole (the path before the rollout engine, kept
 as the reference the engine is tested and benchmarked against)."""
 
 

@@ -2,7 +2,7 @@
 
 ``model.generate`` re-reads a whole conversation at every turn, prefills a batch left-padded to its longest row
 (the padding mask takes attention off its fast path), grows its cache by concatenation at every step and decodes
-until the longest row of the batch ends. Measured on ``tiny_cpu`` (issue 57), turns 2-4 took 88 % of generation
+until the longest row of the batch ends. Measured on ``tiny_cpu`` , turns 2-4 took 88 % of generation
 time for 39 % of the tokens. This engine instead:
 
 * keeps each episode's KV cache between turns (``sessions``: a key per episode): a new turn prefills only the

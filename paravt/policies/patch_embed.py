@@ -5,7 +5,7 @@ its stride, applied to a batch of single patches: every output is one dot produc
 flattened filter, a linear layer in all but name. A convolution library does not know that. On a CPU, torch's
 own convolution (what runs once oneDNN is off, as ``cpu_numerics`` turns it off so that floats repeat across
 machines) took 1.17 s for the forward and backward pass of 4,096 patches of the tiny model at 1 thread, oneDNN's
-0.52 s, and the same product as ``F.linear`` 0.04-0.05 s (issue 62). On a pinned RL step of the main job that
+0.52 s, and the same product as ``F.linear`` 0.04-0.05 s . On a pinned RL step of the main job that
 convolution was a quarter of the step. ``F.linear`` runs on MKL's matrix multiply, which ``MKL_CBWR`` pins, so it
 is both the fast path and the one that repeats on another machine.
 

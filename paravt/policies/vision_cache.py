@@ -1,6 +1,6 @@
 """One vision-tower pass per distinct image: the features of the images a step has already encoded, reused.
 
-A step holds several times more images than distinct frames (measured 3.2-3.8x, issue 57): a GRPO group's
+A step holds several times more images than distinct frames (measured 3.2-3.8x): a GRPO group's
 rollouts share one overview, crops of a fixed grid repeat across rollouts, and a turn's prompt holds the previous
 turns' images again. ``VisionCache.features(prompt, first)`` returns the model's own per-image encoder outputs
 (``get_image_features``: the merged embeddings and, for Qwen3-VL, the DeepStack features) for images

@@ -48,7 +48,7 @@ class RewardConfig:
     """Subtracted from the format score, after its cap, for each ``<tool_call>`` whose body is not a JSON call
     with a name (an empty one included). 0 (the release): the +0.3 for a call needs one call to parse, and a
     well-formed answer turn already reaches the cap without it, so a broken call beside good ones costs
-    nothing. A variant. Measured on ``tiny_cpu`` (issue 39, three seeds from the same cold starts): 0.1 kept
+    nothing. A variant. Measured on ``tiny_cpu`` (three seeds from the same cold starts): 0.1 kept
     the fifth call's end time "100.0" written right where RL still called (p 0.96 and 0.81; 0.84-0.91 without it)
     and made RL worse (held-out 0.617 against 0.825, one seed of three dropped the tool): most sampled call
     turns of a tiny model break somewhere, and the penalty made calling cost."""
@@ -56,7 +56,7 @@ class RewardConfig:
     tool_credit: bool = True
     """Credit for calling the tool as such. True (the release): the tool term (0.1 for a parseable call, 0.3 once a
     tool ran, +0.5 when the answer is also right) and the format score's +0.3 for a ``<think>`` before the first
-    call. False (a variant, issue 62): neither, so at equal accuracy and format an episode that calls earns
+    call. False (a variant): neither, so at equal accuracy and format an episode that calls earns
     nothing over one that answers from the overview. Under the release's reward a redundant crop earns +0.9
     (vanilla) or +0.6 (PARA-GRPO) over a right answer without it, so the skip-the-tool shortcut the paper's
     Tool Prior Paradox needs is penalised and cannot appear; this variant lets it (docs/env.md, "Rewards")."""

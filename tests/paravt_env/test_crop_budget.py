@@ -1,5 +1,5 @@
 """``EnvConfig.crop_budget``: one budget of crops per episode for both dispatch modes, the turns it needs, and
-the calls past it refused with feedback that says so (issue 58)."""
+the calls past it refused with feedback that says so."""
 
 from __future__ import annotations
 

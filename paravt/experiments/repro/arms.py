@@ -13,7 +13,7 @@ The arms (arXiv 2605.20342: vanilla GRPO vs PARA-GRPO, and the two single-compon
   ``<think>\n`` as the policy's own opening tag (the paper's intent; the release scores generated text only);
 - ``vanilla_grpo_neutral``, ``ea_only_neutral``, ``gating_only_neutral``, ``para_grpo_neutral``: four arms again
   under the tool-neutral reward (``grpo.tool_credit=false``: at equal accuracy calling earns nothing), where the
-  skip-the-tool shortcut of the Tool Prior Paradox can pay (issue 62; not run by default).
+  skip-the-tool shortcut of the Tool Prior Paradox can pay (not run by default).
 
 Everything else (data, cold start, optimiser, rollout settings, steps) is the recipe's, identical for every arm.
 """
@@ -71,7 +71,7 @@ class ReproConfig:
     eval_limit: int | None = None
     """Held-out samples each final policy is evaluated on (None: all of them)."""
     dispatch: tuple[str, ...] = DISPATCH_MODES
-    """Tool dispatch modes each final policy is evaluated with (``--dispatch``; issue 62's design: parallel only,
+    """Tool dispatch modes each final policy is evaluated with (``--dispatch``; the tool-neutral design: parallel only,
     the protocol every arm is trained for)."""
     eval_frame_budgets: tuple[int, ...] = (4, 16, 64)
     """Overview frames K of the held-out evaluations, the same for every arm, each with every ``dispatch``
@@ -83,7 +83,7 @@ class ReproConfig:
     gate_habit: float | None = None
     """The gate's fifth check, the tool prior (``GateConfig.min_crop_habit``, ``--gate-habit``): greedy at the
     gate's K = 64, the cold start crops in at least this share of the held-out episodes. None: not checked (the
-    runs before issue 62)."""
+    runs before the tool-neutral design)."""
 
     @classmethod
     def from_saved(cls, saved: dict[str, Any]) -> ReproConfig:

@@ -2,7 +2,7 @@
 
 The paper's comparison is about what RL does to a policy's tool use: vanilla GRPO drops the calls, PARA-GRPO
 keeps them. On a cold start that cannot see the needle the arms compare blind policies and every verdict is
-noise (issue 39: the first repro's cold start scored 0.06 held-out and 0.000 from a 64-frame overview). So,
+noise (the first repro's cold start scored 0.06 held-out and 0.000 from a 64-frame overview). So,
 after the cold start and before any RL step, four checks on the held-out videos (``GateConfig``):
 
 - **it sees a crop**: accuracy after one oracle crop (``paravt.probes.perception``) minus accuracy with the
@@ -22,7 +22,7 @@ after the cold start and before any RL step, four checks on the held-out videos 
   start that saw (gate version 2) passed κ for PARA-GRPO while 9 of its 80 forced call turns were well formed
   and 0.088 ran as written (windows such as ``12-10``), so RL compared arms on a tool no policy could aim.
 
-- **it calls by habit** (issue 62's design; checked only where ``min_crop_habit`` is set): greedy, answering
+- **it calls by habit** (the tool-neutral design; checked only where ``min_crop_habit`` is set): greedy, answering
   from a ``overview_budget``-frame overview with the tool at hand, the cold start crops in at least that share of
   the held-out episodes, whether or not the overview already shows the event (the paper's SFT cold start calls
   the tool 2.5 times a rollout before RL; the repro_cpu cold start cropped in 2 of 40 such episodes on one
@@ -57,7 +57,7 @@ class GateConfig:
     min_overview_lift: float = 0.2
     """Overview-only accuracy at ``overview_budget`` frames minus the best constant answer's, at least."""
     min_kappa: float = 0.75
-    """Executed crops per step-1 rollout, at least, in every checked arm (issue 39: "around 1 or more")."""
+    """Executed crops per step-1 rollout, at least, in every checked arm ("around 1 or more")."""
     overview_budget: int = 64
     """The overview the "sees the overview" check answers from: the paper's fixed budget, where skipping the
     tool is a shortcut."""
@@ -77,7 +77,7 @@ class GateConfig:
     """Held-out samples probed (None: all)."""
     min_crop_habit: float | None = None
     """Greedy episodes at ``overview_budget`` frames that crop, at least, on the held-out videos (the tool prior;
-    issue 62's design: 0.5). None: not checked."""
+    the tool-neutral design: 0.5). None: not checked."""
 
 
 GATE_VERSION = 4

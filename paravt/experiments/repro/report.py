@@ -355,7 +355,7 @@ def write_report(out: Path, cfg: ReproConfig, coldstart: dict[str, Any] | None =
     lines.append("")
 
     goals = None
-    if any(a.endswith("_neutral") for a in cfg.arms):  # issue 62's design: its goals, set before the runs, come first
+    if any(a.endswith("_neutral") for a in cfg.arms):  # the tool-neutral design: its goals, set before the runs, come first
         from paravt.experiments.repro.goals import judge
         from paravt.experiments.repro.goals import to_markdown as goals_table
 

@@ -57,7 +57,7 @@ class PerceptionConfig:
     to find a needle among 64 frames when it only ever saw 4-16)."""
     overviews: int = 1
     """Overview examples per video, each at a budget drawn from ``overview_budgets``. Measured on ``repro_cpu``
-    (issue 39): with one, a fifth of them at K = 64, the cold start names a colour at K = 64 whether the
+    : with one, a fifth of them at K = 64, the cold start names a colour at K = 64 whether the
     needle is there or not (13 of 13 overviews that missed it); with three, the same cold start came out
     blind (oracle-crop accuracy 0.25, equal to grey crops', one colour answered whatever it was shown)."""
     answers: bool = True
@@ -67,7 +67,7 @@ class PerceptionConfig:
     """Frames of one close-up example per video: that many frames from inside the needle's first event, so
     every frame shows it (0: none). A crop of 8 frames shows the needle in one or two of them, a weak signal
     for which colour it is; a frame that shows nothing else teaches the colour fast. Measured (``tiny_cpu``,
-    issue 39: after the 600 perception steps, greedy, on 60 new videos' 8-frame crops that show the needle;
+    after the 600 perception steps, greedy, on 60 new videos' 8-frame crops that show the needle;
     colours named in the sentence / answered in ``<answer>`` tags): seed 1 without close-ups 18 / 20 of 60
     (green and cyan never; after 1,500 steps 36 / 43, a full cold start later it answered blue for green,
     cyan and blue), with one close-up 59 / 60; seed 0 47 / 40 without, 45 / 60 with."""

@@ -1,4 +1,4 @@
-"""Each episode's cost in its record and the means in ``summary.json`` (issue 58: cost beside accuracy)."""
+"""Each episode's cost in its record and the means in ``summary.json`` (cost beside accuracy)."""
 
 import json
 

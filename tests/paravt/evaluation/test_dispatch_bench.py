@@ -1,5 +1,5 @@
 """``paravt bench dispatch``: both dispatch modes at matched crop budgets, each cell a resumable ``paravt eval``
-run, accuracy and cost with their intervals, and paired differences (issue 58)."""
+run, accuracy and cost with their intervals, and paired differences."""
 
 import json
 

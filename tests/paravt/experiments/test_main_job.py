@@ -47,7 +47,7 @@ def test_a_run_without_its_evaluations_is_one_line(tmp_path, capsys):
 
 def test_the_picture_draws_each_seed_apart(tmp_path, monkeypatch):
     """The README's figure: every seed's held-out accuracy at its own place across its bar, in the colour of its
-    curves, with a legend (issue 60: seeds with equal values were drawn, labels and all, over each other)."""
+    curves, with a legend (seeds with equal values were drawn, labels and all, over each other)."""
     import matplotlib.pyplot as plt
 
     from paravt.experiments.main_job import plot

@@ -118,7 +118,7 @@ def test_an_enumerated_value_is_checked_when_the_recipe_loads(override, words):
 
 @pytest.mark.parametrize("algorithm", ["grpo", "para_grpo"])
 def test_tool_credit_reaches_the_env_reward_of_every_algorithm(algorithm):
-    """grpo.tool_credit=false (issue 62's tool-neutral reward) changes only that field of the algorithm's own reward."""
+    """grpo.tool_credit=false (the tool-neutral reward) changes only that field of the algorithm's own reward."""
     import dataclasses
 
     from paravt.learners.run_setup import env_config

@@ -1,5 +1,5 @@
 """paravt.learners.cpu_numerics: every entry point that runs a model computes with AVX2 kernels, MKL's AVX2 code
-path and no oneDNN, so two x86-64 machines compute the same floats (issue 62: the main job took another path
+path and no oneDNN, so two x86-64 machines compute the same floats (the main job took another path
 from RL step 1 on another machine)."""
 
 import json

@@ -1,4 +1,4 @@
-"""RewardConfig.tool_credit: the tool-neutral variant (issue 62), where calling earns nothing as such."""
+"""RewardConfig.tool_credit: the tool-neutral variant, where calling earns nothing as such."""
 
 import dataclasses
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from paravt_env.rewards import RewardConfig, compute_reward
 
 CALL = '<tool_call>{"name": "crop_video", "arguments": {"start_time": 10, "end_time": 30}}</tool_call>'
-# the four minimal episodes of ../shared/notes/rl-findings.md: a crop turn then an answer, or the answer alone
+# four minimal episodes: a crop turn then an answer, or the answer alone
 CALLED = "<think>The overview may miss it; crop.</think>" + CALL + "<think>The crop shows red.</think><answer>red</answer>"
 SKIPPED = "<think>The overview shows red.</think><answer>red</answer>"
 PRESETS = {"paravt": RewardConfig.paravt(), "prefix_scored": RewardConfig.paravt_prefix_scored(),

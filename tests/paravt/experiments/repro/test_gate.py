@@ -60,7 +60,7 @@ def test_a_damaged_gate_is_named_and_never_overwritten(tmp_path, monkeypatch, da
 
 def test_kappa_is_sampled_at_the_runs_own_seeds_first_then_at_unused_ones():
     """The κ check sees the step 1 the run's arms train on, and enough more batches that one lucky or unlucky
-    8-rollout step does not decide it (issue 39: vanilla GRPO's step-1 κ ranged 0.25-2.62 over 13 seeds)."""
+    8-rollout step does not decide it (vanilla GRPO's step-1 κ ranged 0.25-2.62 over 13 seeds)."""
     assert GateConfig().kappa_seeds >= 8
     assert kappa_seeds_for([0, 1, 2], 8) == [0, 1, 2, 3, 4, 5, 6, 7]
     assert kappa_seeds_for([5, 3], 4) == [5, 3, 0, 1]
@@ -90,7 +90,7 @@ def test_the_constant_rate_is_the_best_single_answer():
 def test_a_gate_saved_before_the_habit_check_is_reused_unless_the_check_is_asked_for(tmp_path, monkeypatch):
     cfg = ReproConfig()
     saved = _result(True, GateConfig())
-    del saved["gate"]["min_crop_habit"]  # what a gate.json written before issue 62 holds
+    del saved["gate"]["min_crop_habit"]  # what a gate.json written before the habit check holds
     gate_path(tmp_path).parent.mkdir(parents=True)
     gate_path(tmp_path).write_text(json.dumps(saved))
     calls = []

@@ -1,4 +1,4 @@
-"""paravt.experiments.repro.goals: issue 62's preregistered goals judged from what the report collects."""
+"""paravt.experiments.repro.goals: the preregistered goals judged from what the report collects."""
 
 import copy
 

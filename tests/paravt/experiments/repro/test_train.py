@@ -30,7 +30,7 @@ def test_each_arm_turns_exactly_its_components_on(tmp_path):
     on = {"prefix_scored": True, "tool_credit": True}
     assert knobs["para_grpo_scored"] == {"think_prefix": True, "gating": True, "answer_suffix": True, "anchor": 0.5, **on}
     assert knobs["ea_only_scored"] == {"think_prefix": True, "gating": False, "answer_suffix": True, "anchor": 0.5, **on}
-    # issue 62: the four arms of the paper's comparison again, each changed in its reward's tool credit only
+    # the four arms of the paper's comparison again, each changed in its reward's tool credit only
     for arm in ("vanilla_grpo", "ea_only", "gating_only", "para_grpo"):
         assert knobs[f"{arm}_neutral"] == {**knobs[arm], "tool_credit": False}
     assert ReproConfig().arms == tuple(a for a in ARMS if not a.endswith("_neutral"))  # not run by default

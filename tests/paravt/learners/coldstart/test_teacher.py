@@ -224,7 +224,7 @@ def long_needles(tmp_path_factory):
 def test_the_shipped_teachers_continue_their_coverage_on_long_videos(long_needles, tiny_qwen3, recipe):
     """The main job's and the repro's teachers (``coverage: continue``) through the real env on real 110-150 s
     videos, cropping on a K = 4 overview: every call bound is a multiple of the window, whatever the duration
-    (the repro's widened windows were bounds its cold start could not write: issue 39); where the first round
+    (the repro's widened windows were bounds its cold start could not write); where the first round
     (0-100 s) missed, the next turn starts at 100 s and the episode ends in an answer."""
     pytest.importorskip("torch")
     from paravt.learners.coldstart.pipeline import teacher_episodes
@@ -250,7 +250,7 @@ def test_the_shipped_teachers_continue_their_coverage_on_long_videos(long_needle
 
 def test_the_teacher_of_a_sequential_arm_crops_one_window_a_turn_within_the_budget(synth_small, tiny_qwen3):
     """``env.dispatch: sequential`` with a crop budget: every teacher episode calls one window a turn, says so, runs
-    at most the budget's crops and answers by the last of its ``budget + 1`` turns (issue 58's sequential learner)."""
+    at most the budget's crops and answers by the last of its ``budget + 1`` turns (the sequential learner)."""
     pytest.importorskip("torch")
     from paravt.learners.coldstart.pipeline import teacher_episodes
     from paravt.learners.config import load_recipe
