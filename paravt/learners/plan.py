@@ -18,12 +18,13 @@ from paravt.learners.run_setup import synth_dir, tiny_model_dir
 from paravt.learners.selection import VALIDATION_SPLIT, first_candidate, selects
 from paravt.policies.card import CARD_NAME
 
-# Reference seconds per unit of each stage: tiny_cpu's units on the 2-core development machine, one torch thread,
-# beside other jobs (a new 30-150 s video at 112 px; a perception step of 4 examples; an SFT step of 2 episodes and 2
-# rehearsed examples; an RL step of 16 rollouts; a held-out episode, model loading included). Only their ratios
-# matter once a stage has run: the job rescales them by the speed it measures (``JobProgress.speed``).
-COST_S = {"videos": 0.15, "perception examples": 0.05, "perception": 0.15, "teacher episodes": 0.07, "sft": 0.55,
-          "sft (streamed)": 0.55, "train": 8.0, "eval": 1.0}  # fmt: skip
+# Seconds per unit of each stage: tiny_cpu's units measured on a 2-core machine at one torch thread beside one other
+# job of the same kind (the main job's seed 0: perception examples 0:27 for 400 videos, perception 0:49 for 600
+# steps, teacher 1:26 for 1,400 episodes, SFT 4:00 for 1,400 steps, RL 3:43 for 60 steps with its four validation
+# checks, held-out evaluation 0:23 for 240 episodes; a new 30-150 s video at 112 px). The job rescales them by the
+# speed it measures once a stage has run (``JobProgress.speed``); the dry run adds them up as its estimate.
+COST_S = {"videos": 0.15, "perception examples": 0.07, "perception": 0.08, "teacher episodes": 0.06, "sft": 0.17,
+          "sft (streamed)": 0.17, "train": 3.45, "eval": 0.1}  # fmt: skip
 
 
 @dataclass
@@ -155,7 +156,23 @@ def describe_plan(cfg: TrainConfig, out: str | Path, *, recipe: str, steps: int 
         selected = ", the selected checkpoint" if selects(cfg, target) else ""
         lines.append(f"then: the cold start, the RL checkpoint{selected} evaluated on {out / HELDOUT_SPLIT} and its recoloured "
                      f"copy ({out}/eval*), the result drawn in {out / 'result.png'}")  # fmt: skip
+    lines.append("time: " + estimate_words(cfg, job_stages(cfg, out, steps=steps, resume=resume)))
     return "\n".join(lines) + "\n"
+
+
+def estimate_words(cfg: TrainConfig, stages: list[Stage]) -> str:
+    """The dry run's time estimate: the stages' units left at ``COST_S`` each, for the tiny local model on a CPU
+    (the only case the costs were measured for); other models are not estimated."""
+    if cfg.model.path or cfg.model.size != "tiny" or cfg.model.device != "cpu":
+        return "not estimated (the costs per unit are measured for the tiny model on a CPU only)"
+    seconds = sum(max(0, s.units - s.done) * s.cost_s for s in stages)
+    selection = 0.0
+    if selects(cfg, cfg.steps):  # the validation episodes every select.every steps, at a held-out episode's cost
+        checks = len(range(first_candidate(cfg.select.every, cfg.select.after), cfg.steps + 1, cfg.select.every))
+        selection = checks * cfg.data.validation_n * COST_S["eval"]
+    minutes = (seconds + selection) / 60
+    return (f"about {max(1, round(minutes))} min at one torch thread on a 2-core machine running one other job "
+            f"(the main job's measured cost per unit of each stage; an idle machine is faster)")
 
 
 def _run_words(out: Path, state: RunState, resume: bool, target: int) -> str:

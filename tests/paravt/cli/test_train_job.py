@@ -116,4 +116,9 @@ def test_dry_run_prints_the_plan_and_writes_nothing(finished, tmp_path, capsys, 
     assert "recipe: tiny_cpu (para_grpo, seed 0, 60 RL steps)" in out and f"{tmp_path / 'new'} (new)" in out
     assert "1. videos (616 in all, 0 already built): 616 videos" in out and "5. SFT cold start: 1400 steps" in out
     assert "data, training: 96 synthetic videos of 30-150 s, seed 0" in out and "(built on first use)" in out
+    # the estimate adds the stages' units at the main job's measured costs: 616 videos to build are 1.5 min of it
+    minutes = int(out.split("time: about ")[1].split(" min")[0])
+    assert 10 <= minutes <= 16, out
     assert list(tmp_path.iterdir()) == []
+    assert main(["train", "--recipe", "gpu_smoke", "--out", str(tmp_path / "gpu"), "--dry-run"]) == 0
+    assert "time: not estimated (the costs per unit are measured for the tiny model on a CPU only)" in capsys.readouterr().out

@@ -1,5 +1,7 @@
 """Recipe values are checked against the config's field types when parsed, before any work starts."""
 
+import json
+
 import pytest
 
 from paravt.learners.config import load_recipe
@@ -129,3 +131,17 @@ def test_tool_credit_reaches_the_env_reward_of_every_algorithm(algorithm):
     assert env_config(neutral).reward == dataclasses.replace(env_config(released).reward, tool_credit=False)
     with pytest.raises(ValueError, match="grpo.tool_credit"):
         load_recipe("tiny_cpu", ["grpo.tool_credit=maybe"])
+
+
+def test_the_quick_recipe_is_the_main_job_at_small_size():
+    """tiny_quick runs every stage of tiny_cpu with the same model, task, algorithm and sampling: only sizes differ."""
+    from paravt.learners.plan import job_stages
+    from paravt.learners.trainer import flatten_dotted
+
+    main_job, quick = (flatten_dotted(json.loads(json.dumps(load_recipe(n).as_dict()))) for n in ("tiny_cpu", "tiny_quick"))
+    sizes = {"steps", "save_every", "data.synth_n", "data.heldout_n", "data.validation_n", "select.every", "select.after",
+             "perception.steps", "perception.videos", "sft.steps", "sft.episodes"}  # fmt: skip
+    assert {k for k in main_job.keys() | quick.keys() if main_job.get(k) != quick.get(k)} == sizes
+    assert all(quick[k] < main_job[k] for k in sizes if k not in ("select.every", "select.after"))
+    stages = [s.key for s in job_stages(load_recipe("tiny_quick"), "/nonexistent/run", steps=None, resume=False)]
+    assert stages == ["videos", "perception examples", "perception", "teacher episodes", "sft", "train", "eval"]
