@@ -68,6 +68,10 @@ def openrlhf_command(cfg: TrainConfig, prompts: str | Path, out: str | Path, gpu
         raise ValueError("the OpenRLHF backend needs model.path (a checkpoint or hub id)")
     if gpus < 1:
         raise ValueError(f"--gpus must be at least 1, got {gpus}")
+    if cfg.rollout.include_subagents:  # refused by name, never dropped: OpenRLHF trains the main agent's sample only
+        raise ValueError("rollout.include_subagents=true cannot run under OpenRLHF: its executor returns the main "
+                         "agent's trajectory only (the sub-agent's turns are not trained there); set it to false, or "
+                         "train with the local backend")  # fmt: skip
     g, r, o = cfg.grpo, cfg.rollout, cfg.optim
     budget = recipe_budget(cfg)
     cmd = [

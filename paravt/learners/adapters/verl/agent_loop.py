@@ -75,12 +75,20 @@ class ParaVTAgentLoop(AgentLoopBase):
         env_url: a ``paravt serve-env`` URL, or
         data: a samples file / directory every worker can read.
         env_options: the env's options (``EnvConfig`` fields), e.g. ``frame_budget``, ``nframes_gating``.
+        max_new_tokens: the most tokens one turn may generate, the main agent's and each sub-agent summary's (the
+            recipe's ``rollout.max_new_tokens``, as the local trainer and the OpenRLHF executor cap them; ``paravt
+            export verl`` writes it). None: a turn may take the whole response budget left, and a sub-agent 256
+            tokens (1024 in the release's mode).
     """
 
     def __init__(self, *args: Any, env_url: str | None = None, data: str | None = None,
-                 env_options: dict[str, Any] | None = None, tools: Any = None, **kwargs: Any) -> None:  # fmt: skip
+                 env_options: dict[str, Any] | None = None, max_new_tokens: int | None = None, tools: Any = None,
+                 **kwargs: Any) -> None:  # fmt: skip
         super().__init__(*args, **kwargs)
         self.env_url, self.data = env_url, data
+        if max_new_tokens is not None and int(max_new_tokens) < 1:
+            raise ValueError(f"ParaVTAgentLoop max_new_tokens must be at least 1 (or null), got {max_new_tokens}")
+        self.max_new_tokens = None if max_new_tokens is None else int(max_new_tokens)
         # hydra hands the agent-loop config's mapping over as a DictConfig: plain JSON types for the env
         self.env_options = OmegaConf.to_container(env_options, resolve=True) if isinstance(env_options, DictConfig) else dict(env_options or {})
         self.prompt_length = self.rollout_config.prompt_length
@@ -116,7 +124,8 @@ class ParaVTAgentLoop(AgentLoopBase):
             pil = [b["image"] for b in blocks if b["type"] == "image"]
             with lock:
                 ids = self.continuous_token_builder.build_initial_tokens(messages, images=pil or None)
-            params = {**sampling_params, "max_tokens": 1024 if release else 256}
+            cap = self.max_new_tokens if self.max_new_tokens is not None else (1024 if release else 256)
+            params = {**sampling_params, "max_tokens": cap}
             coro = self.server_manager.generate(request_id=uuid4().hex, prompt_ids=ids, sampling_params=params,
                                                 image_data=pil or None, **self._pixels())  # fmt: skip
             token_ids = asyncio.run_coroutine_threadsafe(coro, loop).result().token_ids
@@ -160,6 +169,8 @@ class ParaVTAgentLoop(AgentLoopBase):
             turns, reward, done, final, dropped, executed = 0, 0.0, False, {}, 0, 0
             while not done:
                 room = self.response_length - len(mask)  # >= 1: every committed response leaves one token
+                if self.max_new_tokens is not None:  # the recipe's per-turn cap, as the local trainer's
+                    room = min(room, self.max_new_tokens)
                 params = {**sampling_params, "max_tokens": room}
                 t0 = time.perf_counter()
                 out = await self.server_manager.generate(request_id=request_id, prompt_ids=runtime, sampling_params=params,

@@ -134,6 +134,10 @@ def export_verl(cfg: Any, samples: list[Any], out: str | Path, *, data: str | Pa
 
     if (env_url is None) == (data is None):
         raise ValueError("export_verl needs exactly one of data (a samples file every worker reads) or env_url")
+    if cfg.rollout.include_subagents:  # refused by name, never dropped: verl trains the trajectory the loop returns
+        raise ValueError("rollout.include_subagents=true cannot be exported to verl: its agent loop returns the main "
+                         "agent's trajectory only (the sub-agent's turns are not trained there); set it to false, or "
+                         "train with the local backend")  # fmt: skip
     options = env_options(cfg, "verl")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -143,8 +147,9 @@ def export_verl(cfg: Any, samples: list[Any], out: str | Path, *, data: str | Pa
     tmp.replace(parquet)
     where = {"env_url": env_url} if env_url else {"data": str(Path(data).resolve())}
     loops = out / "agent_loops.yaml"
-    loops.write_text(yaml.safe_dump([{"name": "paravt", "_target_": AGENT_LOOP, **where, "env_options": options}],
-                                    sort_keys=False))  # fmt: skip
+    # the recipe's per-turn cap (each main-agent turn and each sub-agent summary), as the local trainer caps them
+    loops.write_text(yaml.safe_dump([{"name": "paravt", "_target_": AGENT_LOOP, **where, "env_options": options,
+                                      "max_new_tokens": int(cfg.rollout.max_new_tokens)}], sort_keys=False))  # fmt: skip
     config = out / "paravt_verl.yaml"
     header = (f"# verl {', '.join(SUPPORTED_VERL)}: {launch_command(out)}\n"
               "#   then verl's GPU settings as usual: trainer.n_gpus_per_node, trainer.nnodes, and (where memory allows)\n"

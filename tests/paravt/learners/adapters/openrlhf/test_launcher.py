@@ -181,3 +181,9 @@ def test_launch_says_the_local_selection_is_not_carried(tmp_path, capsys):
     assert "select.every=10" in capsys.readouterr().err
     assert launch(load_recipe("paragrpo_qwen3vl_8b"), None, tmp_path / "b", dry_run=True) == 0
     assert "select.every" not in capsys.readouterr().err
+
+
+def test_a_setting_openrlhf_would_drop_is_refused_by_name():
+    cfg = load_recipe("paragrpo_qwen3vl_8b", ["rollout.include_subagents=true"])
+    with pytest.raises(ValueError, match="rollout.include_subagents=true cannot run under OpenRLHF"):
+        openrlhf_command(cfg, "prompts.jsonl", "out")
