@@ -33,27 +33,34 @@ ENV = {"frame_budget": 4, "max_pixels": 12544, "max_parallel": 2, "crop_max_fram
 CALLS = [(5, 15), (20, 30)]
 
 
-def imprint(model, processor, samples, passes: int) -> float:
-    """Teach ``model`` one episode of sample 0 (two parallel crops, then an answer) as the local trainer reads it:
-    its policy's prompt, turns and feedback (``HFPolicy`` at the env's pixel budget, ``TrajectoryBuilder``), the
-    loss on the turns' tokens."""
+def call(**arguments) -> str:
+    return "<tool_call>\n" + json.dumps({"name": "crop_video", "arguments": arguments}) + "\n</tool_call>"
+
+
+TWO_CROPS = ["".join(call(start_time=a, end_time=b) for a, b in CALLS), "<answer>[6.0, 12.0]</answer>"]
+BROKEN_LATER = [call(start_time=5, end_time=15), call(start_time=20), "<answer>[6.0, 12.0]</answer>"]
+"""A crop, then a call without ``end_time`` (which once crashed TRL's tool loop after a turn of crops), then the answer."""
+
+
+def imprint(model, processor, samples, passes: int, turns=TWO_CROPS) -> float:
+    """Teach ``model`` one episode of sample 0 (``turns``: two parallel crops, then an answer) as the local trainer
+    reads it: its policy's prompt, turns and feedback (``HFPolicy`` at the env's pixel budget,
+    ``TrajectoryBuilder``), the loss on the turns' tokens."""
     env = VideoToolEnv(samples, **ENV)
     policy = HFPolicy(model, processor.tokenizer, processor.image_processor, min_pixels=env.config.min_pixels,
                       max_pixels=env.config.max_pixels)  # fmt: skip
     obs, info = env.reset(options={k: v for k, v in dataset_rows(1)[0].items() if k in ("index", "epoch")})
     history = observation_messages(obs, info)
     builder = TrajectoryBuilder(policy, policy.encode(history), history)
-    turn1 = "".join("<tool_call>\n" + json.dumps({"name": "crop_video", "arguments": {"start_time": a, "end_time": b}})
-                    + "\n</tool_call>" for a, b in CALLS)  # fmt: skip
     executed = []
-    for text in (turn1, "<answer>[6.0, 12.0]</answer>"):
+    for text in turns:
         ids = processor.tokenizer.encode(text + "<|im_end|>", add_special_tokens=False)
         builder.add_turn(Generation(text=text, token_ids=ids, logprobs=[0.0] * len(ids)))
         obs, _, terminated, truncated, info = env.step(text)
         executed.append(info["tool_calls"]["executed"])
         if not (terminated or truncated):
             builder.add_feedback(observation_messages(obs, info))
-    assert terminated and executed == [2, 0]
+    assert terminated and executed == ([2, 0] if turns is TWO_CROPS else [1, 0, 0])
     inputs = policy.model_inputs(builder.encoded)
     labels = torch.tensor([builder.encoded.input_ids])
     labels[0, torch.tensor(builder.loss_mask) == 0] = -100
@@ -162,3 +169,20 @@ def test_the_think_prefix_opens_every_turn_and_the_reward_scores_what_follows(im
     env.reset(**dataset_rows(1)[0])
     out = env._replay(["<think>\n" + t for t in assistant_turns("x</think><answer>red</answer>")])
     assert out["reward_breakdown"]["format"] > 0  # "<think>\n" + "x</think>..." is a well-formed turn
+
+
+def test_a_malformed_call_after_a_turn_of_crops_is_feedback_and_training_goes_on(tiny_qwen3, synth_small, tmp_path,
+                                                                                   monkeypatch):
+    """A crop, then a call without ``end_time``, then the answer, imprinted: under TRL the broken call comes back as
+    the env's feedback (a failed tool call in TRL's metrics), and every step trains: the run ends, weights move."""
+    from transformers import AutoModelForImageTextToText
+
+    torch.manual_seed(0)
+    samples = synth_small[1][:4]
+    processor = load_trl_processor(tiny_qwen3)
+    model = AutoModelForImageTextToText.from_pretrained(tiny_qwen3)
+    assert imprint(model, processor, samples, passes=80, turns=BROKEN_LATER) < 0.05
+    model, before, _, logs = train((model, processor, samples), tmp_path, monkeypatch, steps=3)
+    assert len(logs) == 3
+    assert max(float(h["tools/failure_frequency"]) for h in logs) > 0  # the broken call reached TRL's tool loop
+    assert any(not torch.equal(before[k], v) for k, v in model.named_parameters())
