@@ -112,9 +112,12 @@ class LongVTEpisode(Episode):
         if problem is None and cfg.crop_budget is not None and self.crops_spent >= cfg.crop_budget:
             problem = OVER_BUDGET.format(budget=cfg.crop_budget)
         frames = Frames.empty()
+        start, end = call.start_time, call.end_time
         if problem is None:
+            # the tool reads numbers as pydantic does ("10" is 10.0): crop_problem passed them, so they convert
+            start, end = float(call.arguments["start_time"]), float(call.arguments["end_time"])
             try:
-                frames = qwen_frames(self.reader, start=call.start_time, end=call.end_time, **CROP_SPEC)
+                frames = qwen_frames(self.reader, start=start, end=end, **CROP_SPEC)
             except (ValueError, VideoDecodeError) as exc:
                 problem = f"Failed to process video {call.arguments.get('video_path')}: {exc}"
         if problem is None or not problem.startswith("crop budget"):
@@ -122,12 +125,12 @@ class LongVTEpisode(Episode):
         decode_s = time.perf_counter() - t0
         if problem is None:
             body = IMAGE_PLACEHOLDER * len(frames)
-            out.crops[0] = crop_entry(0, call.start_time, call.end_time, "executed", frames.timestamps)
+            out.crops[0] = crop_entry(0, start, end, "executed", frames.timestamps)
             out.tool_calls["executed"] = 1
         else:
             body = tool_error(problem)
             rejected = problem.startswith("crop budget")
-            out.crops[0] = crop_entry(0, call.start_time, call.end_time, "rejected" if rejected else "failed", (), problem)
+            out.crops[0] = crop_entry(0, start, end, "rejected" if rejected else "failed", (), problem)
             out.tool_calls["rejected" if rejected else "failed"] += 1
         out.messages = [message("user", f"<tool_response>\n{body}</tool_response>", len(frames), parts=len(frames) > 0)]
         out.frames = frames

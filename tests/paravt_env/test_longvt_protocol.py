@@ -89,6 +89,18 @@ def test_a_crop_comes_back_as_one_tool_response_of_frames(env_samples):
     assert info["tool_calls"] == {"requested": 1, "executed": 1, "rejected": 0, "failed": 0}
 
 
+def test_numeric_strings_crop_their_window_as_the_tools_pydantic_reads_them(env_samples):
+    sample = env_samples[0]
+    env = env_for([sample])
+    try:
+        _, info = env.reset(options={"sample": sample})
+        obs, _, _, _, info = env.step(call(info["call_arguments"]["video_path"], "2", "6.5"))
+    finally:
+        env.close()
+    assert info["tool_calls"]["executed"] == 1 and (info["crops"][0]["start"], info["crops"][0]["end"]) == (2.0, 6.5)
+    assert obs["timestamps"].min() >= 2.0 and obs["timestamps"].max() <= 6.5 and 3 <= len(obs["timestamps"]) <= 5
+
+
 def test_one_call_a_turn_the_rest_recorded_as_rejected(env_samples):
     sample = env_samples[0]
     env = env_for([sample])

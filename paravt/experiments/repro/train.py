@@ -82,7 +82,7 @@ def run_arm(cfg: ReproConfig, out: Path, arm: str, seed: int, progress: bool = T
 
 def follow_move(run: Path, model: Path) -> None:
     """Point an arm's saved config at the shared cold start where it is now. A repro directory copied elsewhere
-    (another machine, a session's copy of ``results/repro/``) names its cold start by the absolute path it had, and a
+    (another machine, a copy of ``results/repro/``) names its cold start by the absolute path it had, and a
     resumed run must keep its settings: without this, an unfinished arm would not resume. Only a path that ends as
     this repro's own cold start does (``coldstart/coldstart/model``) is followed: the same weights, moved."""
     path = run / "config.json"

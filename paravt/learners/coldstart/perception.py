@@ -56,8 +56,8 @@ class PerceptionConfig:
     answer from (a 64-frame overview shows each frame smaller in the sequence, and nothing taught the model
     to find a needle among 64 frames when it only ever saw 4-16)."""
     overviews: int = 1
-    """Overview examples per video, each at a budget drawn from ``overview_budgets``. Measured on ``repro_cpu``
-    : with one, a fifth of them at K = 64, the cold start names a colour at K = 64 whether the
+    """Overview examples per video, each at a budget drawn from ``overview_budgets``. Measured on ``repro_cpu``:
+    with one, a fifth of them at K = 64, the cold start names a colour at K = 64 whether the
     needle is there or not (13 of 13 overviews that missed it); with three, the same cold start came out
     blind (oracle-crop accuracy 0.25, equal to grey crops', one colour answered whatever it was shown)."""
     answers: bool = True
