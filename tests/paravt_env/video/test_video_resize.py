@@ -45,33 +45,3 @@ def test_target_size_native_and_degenerate():
     assert target_size(360, 640, None, None) == (360, 640)
     with pytest.raises(ValueError, match="leaves no pixels"):
         target_size(28, 5000, 784, 50176)
-
-
-def test_the_kept_reformatter_gives_the_bytes_of_a_fresh_one_per_frame():
-    """``resize_frame`` keeps one swscale reformatter per thread; its frames equal ``VideoFrame.reformat``'s, which
-    builds a new one for every frame, across sources and targets that change from call to call and across threads."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    import av
-    import numpy as np
-
-    from paravt_env.video.resize import resize_frame
-
-    rng = np.random.default_rng(0)
-    sources = []
-    for h, w, fmt in ((112, 112, "yuv420p"), (240, 320, "yuv420p"), (90, 160, "rgb24"), (64, 48, "yuv444p")):
-        image = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
-        frame = av.VideoFrame.from_ndarray(image, format="rgb24")
-        sources.append(frame if fmt == "rgb24" else frame.reformat(format=fmt))
-    targets = [(96, 96), (56, 84), (112, 112), (28, 28), (224, 168)]
-    pairs = [(f, t) for f in sources for t in targets] * 2
-
-    def fresh(pair):
-        frame, (h, w) = pair
-        return frame.reformat(width=w, height=h, format="rgb24", interpolation="BICUBIC").to_ndarray()
-
-    expected = [fresh(p) for p in pairs]
-    assert all(np.array_equal(resize_frame(f, h, w), e) for (f, (h, w)), e in zip(pairs, expected, strict=True))
-    with ThreadPoolExecutor(4) as pool:  # each thread its own reformatter
-        got = list(pool.map(lambda p: resize_frame(p[0], *p[1]), pairs))
-    assert all(np.array_equal(g, e) for g, e in zip(got, expected, strict=True))
