@@ -98,3 +98,48 @@ def test_tiny_model_trajectory_is_well_formed(tiny_qwen3, dataset):
     tensors = out.as_dict()  # what verl batches
     assert tensors["responses"].shape == tensors["response_mask"].shape
 
+
+class CapRecorder(ScriptedServer):
+    """The scripted turns, recording each call's ``max_tokens`` (a sub-agent's call has no turn of its own)."""
+
+    async def generate(self, *, request_id, prompt_ids, sampling_params, image_data=None, **kw):
+        from paravt_env.tools import SUBAGENT_SYSTEM_PROMPT
+
+        self.caps = getattr(self, "caps", []) + [sampling_params["max_tokens"]]
+        if SUBAGENT_SYSTEM_PROMPT[:40] in self.tokenizer.decode(prompt_ids):  # a crop's summary: one short reply
+            self.summaries = getattr(self, "summaries", 0) + 1
+            ids = self.tokenizer.encode("a red circle<|im_end|>", add_special_tokens=False)
+            return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids), stop_reason="completed")
+        return await super().generate(request_id=request_id, prompt_ids=prompt_ids, sampling_params=sampling_params,
+                                      image_data=image_data, **kw)  # fmt: skip
+
+
+@pytest.mark.parametrize("tool_result", ["frames", "subagent"])
+def test_every_turn_and_every_summary_is_capped_at_the_recipes_tokens(tiny_qwen3, dataset, tool_result):
+    """The local trainer caps each turn and each sub-agent summary at rollout.max_new_tokens; so does the loop
+    that `paravt export verl` writes (its agent_loops.yaml carries the recipe's cap)."""
+    data, samples = dataset
+    server = CapRecorder(None)
+    options = {"frame_budget": 8, "max_pixels": 12544, "tool_result": tool_result}
+    loop, processor = build_loop(tiny_qwen3, server, data=str(data / "samples.jsonl"), env_options=options,
+                                 max_new_tokens=96)  # fmt: skip
+    server.tokenizer = processor.tokenizer
+    loop.loop.run_until_complete(loop.run({"temperature": 1.0}, extra_info={"index": 0, "seed": 0}, raw_prompt=[]))
+    assert server.caps and all(cap == 96 for cap in server.caps), server.caps  # not the 4,096-token budget left
+    assert getattr(server, "summaries", 0) == (2 if tool_result == "subagent" else 0)  # the first turn's two crops
+
+
+def test_the_export_writes_the_recipes_cap_and_refuses_what_verl_would_drop(synth_small, tmp_path):
+    import yaml
+
+    from paravt.cli import main
+    from paravt.learners.config import load_recipe
+
+    data, _ = synth_small
+    out = tmp_path / "verl"
+    assert main(["export", "verl", "--recipe", "tiny_cpu", "--data", str(data / "samples.jsonl"), "--out", str(out)]) == 0
+    [entry] = yaml.safe_load((out / "agent_loops.yaml").read_text())
+    assert entry["max_new_tokens"] == load_recipe("tiny_cpu").rollout.max_new_tokens == 256
+    assert main(["export", "verl", "--recipe", "tiny_cpu", "--data", str(data / "samples.jsonl"), "--out",
+                 str(tmp_path / "no"), "rollout.include_subagents=true"]) == 1  # fmt: skip
+    assert not (tmp_path / "no" / "agent_loops.yaml").exists()
