@@ -12,8 +12,10 @@ Writes three files into ``OUT``:
   ``env_url``: a ``paravt serve-env`` every rollout worker reaches);
 - ``paravt_verl.yaml``: a Hydra config on top of verl's ``ppo_trainer`` with the lengths and the image limit
   computed from the recipe (``budget.recipe_budget``), the pixel budget (``data.mm_processor_kwargs``), the group
-  size, the recipe's GRPO settings in verl's keys (``algorithm_config``), micro-batch sizes verl requires, and the
-  agent-loop settings. Run ``launch_command(OUT)`` (its first line says it; the config path must be absolute),
+  size, the recipe's GRPO settings in verl's keys (``algorithm_config``), its steps, checkpoint interval and seed
+  (``schedule``), micro-batch sizes verl requires, the agent-loop settings, and a value for every key whose verl
+  default names verl's own example (``data.val_files``, the run's names) or stops a plain machine before its GPU
+  check (wandb logging, eight TransferQueue storage units). Run ``launch_command(OUT)`` (its first line says it; the config path must be absolute),
   with verl's GPU settings as usual.
 
 Supported verl: 0.9.1, its latest release (2026-11). The agent loop uses verl's Continuous Token builder
@@ -75,6 +77,20 @@ def algorithm_config(cfg: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return algorithm, actor
 
 
+def schedule(cfg: Any, n_samples: int) -> dict[str, Any]:
+    """verl's step count for the recipe's: ``steps`` RL steps of ``rollout.prompts_per_step`` prompts, a checkpoint
+    every ``save_every``. verl stops at whichever of ``total_training_steps`` and ``total_epochs`` comes first and
+    drops an epoch's last incomplete batch, so the epochs are sized to reach the steps; a split smaller than one
+    step's prompts would train nothing and is refused."""
+    per_epoch = n_samples // cfg.rollout.prompts_per_step
+    if per_epoch == 0:
+        raise ValueError(f"the split has {n_samples} samples, fewer than rollout.prompts_per_step="
+                         f"{cfg.rollout.prompts_per_step}: verl drops an epoch's last incomplete batch and would train "
+                         "0 steps; export more samples or lower rollout.prompts_per_step")  # fmt: skip
+    return {"total_training_steps": int(cfg.steps), "total_epochs": -(-int(cfg.steps) // per_epoch),
+            "save_freq": int(cfg.save_every)}
+
+
 def trainer_config(cfg: Any, samples: list[Any], out: Path, split: str) -> dict[str, Any]:
     """``paravt_verl.yaml``: verl's ``ppo_trainer`` with what the recipe decides."""
     budget = recipe_budget(cfg, samples)
@@ -88,7 +104,16 @@ def trainer_config(cfg: Any, samples: list[Any], out: Path, split: str) -> dict[
         # names its GSM8K example (~/data/rlhf/gsm8k/test.parquet): set here to this export's parquet, with verl's
         # validation off, so the printed command never reads another dataset; the held-out figures are paravt
         # eval's (evaluate the checkpoints on the recipe's held-out split).
-        "trainer": {"val_before_train": False, "test_freq": -1},
+        "trainer": {"val_before_train": False, "test_freq": -1, **schedule(cfg, len(samples)),
+                    # verl's defaults name its GSM8K example (project verl_examples, experiment gsm8k) and log to
+                    # wandb, which stops a machine without a wandb login: console only; add wandb where it is set up
+                    "project_name": "paravt", "experiment_name": out.name, "logger": ["console"],
+                    "default_local_dir": str(out / "checkpoints")},
+        # verl's default trainer (v1) keeps rollouts in TransferQueue, whose SimpleStorage holds one CPU per storage
+        # unit (verl's default 8, in one placement group): on a machine with fewer free CPUs than that Ray waits for
+        # them forever, before any GPU is asked for. One unit holds a step's trajectories (paravt's are ids and
+        # images, not raw video); raise it on a node with CPUs to spare.
+        "transfer_queue": {"backend": {"SimpleStorage": {"num_data_storage_units": 1}}},
         "data": {
             "train_files": str(out / f"{split}.parquet"),
             "val_files": str(out / f"{split}.parquet"),
@@ -100,6 +125,7 @@ def trainer_config(cfg: Any, samples: list[Any], out: Path, split: str) -> dict[
             # the local trainer's pixel budget, for verl's processor (prompt pads, multimodal inputs) and, through
             # the agent loop's generate calls, the inference server's: the same image tokens per frame everywhere
             "mm_processor_kwargs": processor_pixels(cfg),
+            "seed": int(cfg.seed),  # verl's shuffle of the prompts (its default: unseeded)
         },
         "actor_rollout_ref": {
             "model": {"path": str(cfg.model.path) if cfg.model.path else "???"},
@@ -138,6 +164,7 @@ def export_verl(cfg: Any, samples: list[Any], out: str | Path, *, data: str | Pa
         raise ValueError("rollout.include_subagents=true cannot be exported to verl: its agent loop returns the main "
                          "agent's trajectory only (the sub-agent's turns are not trained there); set it to false, or "
                          "train with the local backend")  # fmt: skip
+    schedule(cfg, len(samples))  # refuses a split that would train 0 steps, before anything is written
     options = env_options(cfg, "verl")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -153,7 +180,9 @@ def export_verl(cfg: Any, samples: list[Any], out: str | Path, *, data: str | Pa
     config = out / "paravt_verl.yaml"
     header = (f"# verl {', '.join(SUPPORTED_VERL)}: {launch_command(out)}\n"
               "#   then verl's GPU settings as usual: trainer.n_gpus_per_node, trainer.nnodes, and (where memory allows)\n"
-              "#   larger actor_rollout_ref.*micro_batch_size_per_gpu or actor_rollout_ref.actor.use_dynamic_bsz=True\n"
+              "#   larger actor_rollout_ref.*micro_batch_size_per_gpu or actor_rollout_ref.actor.use_dynamic_bsz=True;\n"
+              "#   on a node with CPUs to spare, transfer_queue.backend.SimpleStorage.num_data_storage_units=8 (verl's\n"
+              "#   default; each unit holds a CPU) and trainer.logger=[console,wandb] where wandb is set up\n"
               "# Lengths and image limit from the recipe (paravt.learners.adapters.budget): "
               f"{recipe_budget(cfg, samples).as_dict()}\n"
               f"# Recipe settings verl has no key for (its own GRPO normalisation applies): {', '.join(NOT_EXPRESSIBLE)}\n")  # fmt: skip

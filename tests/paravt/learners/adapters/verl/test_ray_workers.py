@@ -106,3 +106,55 @@ def test_verls_agent_loop_manager_plays_several_paravt_trajectories_per_ray_work
         assert int((b["input_ids"][i] == pad).sum()) == int(mm[i]["image_grid_thw"].prod(dim=-1).sum()) // 4
     timing = out.meta_info["timing"]
     assert timing["agent_loop/tool_calls/max"] > 0  # the env stepped inside the workers
+
+
+def test_verls_default_v1_trainer_plays_paravt_trajectories_through_transfer_queue(tiny_qwen3, synth_small, tmp_path,
+                                                                                   local_ray):  # fmt: skip
+    """verl's default trainer path (``trainer.use_v1``), as ``TaskRunnerV1.run`` drives it up to the GPU workers:
+    TransferQueue started from the exported config (one storage unit), verl's own v1 trainer class reading the parquet
+    into its dataloader (``_init_tokenizer`` / ``_init_dataloader``), ``AgentLoopManagerTQ`` with two Ray
+    ``AgentLoopWorkerTQ`` actors, one step's prompts submitted by the trainer's own ``prepare_step``, and the
+    trajectories sampled back by its ``ReplayBuffer`` and read from TransferQueue as its update reads them. Only the
+    inference server is stood in (and the actor and reference workers, which need GPUs, are never built)."""
+    import transfer_queue as tq
+    from omegaconf import OmegaConf, open_dict
+    from verl.trainer.ppo.v1 import AgentLoopManagerTQ, get_trainer_cls
+
+    cfg, samples = exported(tiny_qwen3, synth_small, tmp_path)
+    assert cfg.trainer.use_v1  # verl 0.9.1's default
+    with open_dict(cfg):
+        cfg.transfer_queue.enable = True  # as TaskRunnerV1.run sets it
+    OmegaConf.resolve(cfg)
+    tq.init(cfg.transfer_queue)
+    try:
+        trainer = get_trainer_cls(cfg.trainer.v1.trainer_mode)(config=cfg)
+        trainer._init_tokenizer()
+        trainer._init_dataloader()
+        assert len(trainer.train_dataset) == len(samples) and trainer.total_training_steps == cfg.trainer.total_training_steps
+        server = ray.remote(scripted_server.ScriptedServer).remote(str(tiny_qwen3), cfg.actor_rollout_ref.rollout.temperature)
+        balancer = ray.remote(GlobalRequestLoadBalancer).remote(servers={"standin-0": server})
+        manager = AgentLoopManagerTQ.create(config=cfg, llm_client=LLMServerClient(cfg, load_balancer_handle=balancer))
+        assert len(manager.agent_loop_workers) == WORKERS
+        trainer.agent_loop_manager, trainer.global_steps = manager, 1
+        trainer.prepare_step()  # one step's prompts into TransferQueue and out to the workers
+        meta, _ = trainer.replay_buffer.sample(global_steps=1, partition_id="train", batch_size=cfg.data.train_batch_size)
+        assert len(meta.keys) == PROMPTS * GROUP
+        data = tq.kv_batch_get(keys=meta.keys, partition_id=meta.partition_id)
+        assert ray.get(server.turn_counts.remote()) == {0: 3 * PROMPTS * GROUP, 1: PROMPTS * GROUP}
+        tok = hf_tokenizer(str(tiny_qwen3))
+        pad = tok.convert_tokens_to_ids("<|image_pad|>")
+        for i in range(len(meta.keys)):
+            extra = data["extra_fields"][i]
+            index = int(data["extra_info"][i]["index"])
+            local = local_episode(samples, index, ["env.tool_result=subagent"], subagent=lambda request: "a red circle")
+            assert extra["frame_budget"] == local["K"] and extra["reward_breakdown"] == local["breakdown"]
+            assert extra["executed_tool_calls"] == 2 and extra["dropped_tool_responses"] == 0
+            assert float(data["rm_scores"][i].sum()) == pytest.approx(local["reward"])
+            mm = data["multi_modal_inputs"][i]
+            assert mm["image_grid_thw"].shape[0] == sum(len(f) for f in local["frames"])
+            # the pads in the stored sequence are exactly the features of the images verl re-processed
+            assert int((data["input_ids"][i] == pad).sum()) == int(mm["image_grid_thw"].prod(dim=-1).sum()) // 4
+            mask = data["response_mask"][i]
+            assert len(mask) == len(data["responses"][i]) and 0 < int(mask.sum()) < len(mask)  # tool tokens masked
+    finally:
+        tq.close()
