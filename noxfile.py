@@ -15,6 +15,7 @@ with ``PARAVT_ENGINE`` set: an engine test that cannot import its engine fails t
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 import nox
@@ -39,6 +40,9 @@ class Engine:
     """Versions the environment must end up with (checked before the tests: a resolver that moved a pin fails)."""
     torch: bool = True
     """Whether the tests need torch (the CPU wheel, installed first)."""
+    no_build_isolation: tuple[str, ...] = ()
+    """Requirements of the engine built against the installed torch (their setup imports it): installed with
+    ``--no-build-isolation`` after torch."""
 
 
 ENGINES = {
@@ -59,13 +63,14 @@ ENGINES = {
         requirement="openrlhf==0.11.2",
         gpu_only={
             "flash-attn": "CUDA kernels, compiled against a CUDA toolkit at install",
-            "deepspeed": "compiles CUDA ops at install; its ZeRO trainer is the GPU side of OpenRLHF",
             "vllm": "the GPU rollout server (OpenRLHF's [vllm] extra); the tests' vllm_standin answers behind "
                     "OpenRLHF's own RolloutRayActor",
         },
         extra="model",
+        # DeepSpeed builds no ops at install (they compile on first use, on a GPU machine); its setup imports torch
+        no_build_isolation=("deepspeed",),
         tests=("tests/paravt/learners/adapters/openrlhf",),
-        expected={"openrlhf": "0.11.2", "transformers": "5.15.0", "ray": "2.55.0"},
+        expected={"openrlhf": "0.11.2", "transformers": "5.15.0", "ray": "2.55.0", "deepspeed": "0.19.6"},
     ),
     # Not a trainer: OpenEnv's own client package (what TRL's OpenEnv examples wrap) against serve-env's /openenv.
     "openenv": Engine(
@@ -115,7 +120,11 @@ def install_engine(session: nox.Session, name: str, engine: Engine) -> None:
                                      silent=True)  # fmt: skip
         if listed is None:  # -R / --no-install: the environment is reused as it stands
             return
-        session.install(*json.loads(listed.strip().splitlines()[-1]), *engine.pins)
+        requirements = json.loads(listed.strip().splitlines()[-1])
+        built = [r for r in requirements if re.match(r"[A-Za-z0-9_.\-]+", r).group(0).lower() in engine.no_build_isolation]
+        if built:
+            session.install("--no-build-isolation", *built)
+        session.install(*[r for r in requirements if r not in built], *engine.pins)
         for dep, why in engine.gpu_only.items():
             session.log(f"{name}: left out {dep} ({why})")
     else:

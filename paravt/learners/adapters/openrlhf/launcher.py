@@ -59,11 +59,29 @@ def model_path(path: str) -> str:
     return str(Path(path).absolute()) if Path(path).exists() else str(path)
 
 
-def openrlhf_command(cfg: TrainConfig, prompts: str | Path, out: str | Path, gpus: int = 8) -> list[str]:
+def schedule(cfg: TrainConfig, n_samples: int) -> dict[str, int]:
+    """OpenRLHF's passes for the recipe's ``steps``: it runs whole passes (``--train.num_episodes``) over the prompts,
+    ``rollout.prompts_per_step`` a step, and trains a smaller step on a pass's remainder. The prompts are capped at
+    whole steps (``--data.max_samples``), so every step has the recipe's size, and the passes are sized to reach
+    ``steps`` (``total``: the steps they make, ``steps`` rounded up to whole passes). A split smaller than one step
+    is refused: it would train nothing the recipe describes."""
+    per_pass = n_samples // cfg.rollout.prompts_per_step
+    if per_pass == 0:
+        raise ValueError(f"the split has {n_samples} samples, fewer than rollout.prompts_per_step="
+                         f"{cfg.rollout.prompts_per_step}: not one step of the recipe's size; export more samples or "
+                         "lower rollout.prompts_per_step")  # fmt: skip
+    passes = -(-int(cfg.steps) // per_pass)
+    return {"max_samples": per_pass * cfg.rollout.prompts_per_step, "num_episodes": passes, "total": passes * per_pass}
+
+
+def openrlhf_command(cfg: TrainConfig, prompts: str | Path, out: str | Path, gpus: int = 8,
+                     n_samples: int | None = None) -> list[str]:  # fmt: skip
     """``python -m openrlhf.cli.train_ppo_ray ...`` for a recipe on one node of ``gpus`` GPUs: actor, reference
-    and ``gpus`` vLLM engines (tensor parallel 1) colocated, the lengths and image limit from ``recipe_budget``.
-    Every path in it is absolute: OpenRLHF reads the prompts, the checkpoint and the output directory inside Ray
-    actors, which run in their node's directory, not the one the command was given in."""
+    and ``gpus`` vLLM engines (tensor parallel 1) colocated, the lengths and image limit from ``recipe_budget``, one
+    PPO update a step over the step's whole batch (the local trainer's), and, given the prompts' count
+    ``n_samples``, the passes that make the recipe's steps (``schedule``). Every path in it is absolute: OpenRLHF
+    reads the prompts, the checkpoint and the output directory inside Ray actors, which run in their node's
+    directory, not the one the command was given in."""
     if not cfg.model.path:
         raise ValueError("the OpenRLHF backend needs model.path (a checkpoint or hub id)")
     if gpus < 1:
@@ -82,6 +100,7 @@ def openrlhf_command(cfg: TrainConfig, prompts: str | Path, out: str | Path, gpu
         "--train.agent_func_path", str(AGENT_FUNC),
         "--rollout.n_samples_per_prompt", str(r.group_size), "--rollout.batch_size", str(r.prompts_per_step),
         "--rollout.temperature", str(r.temperature), "--rollout.max_new_tokens", str(r.max_new_tokens),
+        "--train.batch_size", str(r.prompts_per_step * r.group_size),  # OpenRLHF's default 128 would split a step
         "--algo.advantage.estimator", "group_norm" if g.std_normalize else "dr_grpo",
         "--algo.kl.init_coef", str(g.kl_coef), "--algo.kl.estimator", "k1" if g.kl_in_reward else g.kl_estimator,
         "--actor.loss_agg_mode", "token-mean" if g.loss_aggregation == "token_mean" else "seq-mean-token-mean",
@@ -94,6 +113,9 @@ def openrlhf_command(cfg: TrainConfig, prompts: str | Path, out: str | Path, gpu
         "--ref.num_gpus_per_node", str(gpus), "--vllm.num_engines", str(gpus), "--vllm.tensor_parallel_size", "1",
         "--train.colocate_all", "--vllm.enable_sleep", "--ds.enable_sleep",
     ]  # fmt: skip
+    if n_samples is not None:
+        plan = schedule(cfg, n_samples)
+        cmd += ["--train.num_episodes", str(plan["num_episodes"]), "--data.max_samples", str(plan["max_samples"])]
     if not g.kl_in_reward:  # OpenRLHF's default is the release's form: k1 KL in the reward (GAE, γ = λ = 1)
         cmd.append("--algo.kl.use_loss")
     # The agent function returns raw rewards (no scale, no bias: OpenRLHF's group_norm is invariant to both), so
@@ -117,7 +139,7 @@ def launch(cfg: TrainConfig, samples: list[VideoQASample] | None, out: str | Pat
     them; with ``dry_run`` only print the command (``samples`` may then be None: nothing is read or written)."""
     out = Path(out)
     prompts = out / "openrlhf_prompts.jsonl"
-    cmd = openrlhf_command(cfg, prompts, out / "openrlhf", gpus=gpus)
+    cmd = openrlhf_command(cfg, prompts, out / "openrlhf", gpus=gpus, n_samples=None if samples is None else len(samples))
     env_options(cfg, "openrlhf")  # refuse what OpenRLHF cannot train before anything is written
     budget = processor_pixels(cfg)
     check_checkpoint_budget(cfg.model.path, (budget["min_pixels"], budget["max_pixels"]))
@@ -128,6 +150,14 @@ def launch(cfg: TrainConfig, samples: list[VideoQASample] | None, out: str | Pat
     if selects(cfg):  # said, not dropped without a word: OpenRLHF keeps its own checkpoints, the last one is the run's
         print(f"note: the recipe's select.every={cfg.select.every} (a checkpoint chosen on a validation split) is the local "
               "trainer's; this OpenRLHF run reports its last checkpoint", file=sys.stderr)  # fmt: skip
+    if samples is None:
+        print(f"note: a dry run reads no data; at launch the command also gets --train.num_episodes and "
+              f"--data.max_samples, sized from the prompts to make the recipe's {cfg.steps} steps", file=sys.stderr)  # fmt: skip
+    else:
+        plan = schedule(cfg, len(samples))
+        if plan["total"] != cfg.steps:
+            print(f"note: OpenRLHF runs whole passes: {plan['num_episodes']} of {plan['total'] // plan['num_episodes']} "
+                  f"steps, {plan['total']} steps for the recipe's {cfg.steps}", file=sys.stderr)  # fmt: skip
     print(" ".join(shlex.quote(c) for c in cmd))
     if dry_run:
         return 0

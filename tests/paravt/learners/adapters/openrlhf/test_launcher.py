@@ -187,3 +187,71 @@ def test_a_setting_openrlhf_would_drop_is_refused_by_name():
     cfg = load_recipe("paragrpo_qwen3vl_8b", ["rollout.include_subagents=true"])
     with pytest.raises(ValueError, match="rollout.include_subagents=true cannot run under OpenRLHF"):
         openrlhf_command(cfg, "prompts.jsonl", "out")
+
+
+def test_the_recipes_steps_become_whole_passes_and_a_split_below_one_step_is_refused(synth_small, tmp_path, capsys):
+    """OpenRLHF runs whole passes over the prompts; the launch sizes them to the recipe's steps, caps the prompts at
+    whole steps (every step the recipe's size) and says when the passes round the steps up."""
+    from paravt.learners.adapters.openrlhf.launcher import schedule
+
+    cfg = load_recipe("paragrpo_qwen3vl_8b", ["rollout.prompts_per_step=3"])  # 8 prompts: 2 whole steps a pass
+    assert schedule(cfg, 8) == {"max_samples": 6, "num_episodes": 350, "total": 700}
+    assert schedule(load_recipe("paragrpo_qwen3vl_8b", ["steps=5", "rollout.prompts_per_step=3"]), 8)["total"] == 6
+    cmd = openrlhf_command(cfg, "p.jsonl", "out", n_samples=8)
+    assert cmd[cmd.index("--train.num_episodes") + 1] == "350" and cmd[cmd.index("--data.max_samples") + 1] == "6"
+    assert cmd[cmd.index("--train.batch_size") + 1] == str(3 * cfg.rollout.group_size)  # one update a step
+    with pytest.raises(ValueError, match="8 samples, fewer than rollout.prompts_per_step=16"):
+        openrlhf_command(load_recipe("paragrpo_qwen3vl_8b"), "p.jsonl", "out", n_samples=8)
+    data, _ = synth_small
+    run = tmp_path / "run"
+    assert main(["train", "--backend", "openrlhf", "--recipe", "paragrpo_qwen3vl_8b", "--out", str(run),
+                 f"data.path={data / 'samples.jsonl'}", "model.path=Qwen/Qwen3-VL-8B-Instruct"]) == 1  # fmt: skip
+    err = capsys.readouterr().err
+    assert "fewer than rollout.prompts_per_step=16" in err and "Traceback" not in err and not run.exists()
+
+
+def gpu_request(line: str) -> bool:
+    """Ray's report of a request no node can place: the actor's placement group bundle of one GPU and one CPU."""
+    return "No available node types can fulfill resource request" in line and "'GPU': 1.0" in line
+
+
+def test_the_launched_command_reaches_openrlhfs_gpu_request_and_no_earlier(tiny_qwen3, synth_small, tmp_path):
+    """``paravt train --backend openrlhf`` as a user runs it, in OpenRLHF's environment: the prompts written, the
+    command launched, and OpenRLHF's ``train_ppo_ray`` parses every flag (its own argparse and checks), starts a local
+    Ray, builds its DeepSpeed strategy, and stops at its first GPU request (the actor's placement group), which Ray
+    reports it cannot place. vLLM and flash-attn, CUDA-only, are the stand-ins on the path (``vllm_standin``,
+    ``flash_attn_standin``, whose functions refuse to run); DeepSpeed is the real package."""
+    engine_import("openrlhf", "deepspeed")
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    here = Path(__file__).parent
+    data, _ = synth_small
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(here / "vllm_standin"), str(here / "flash_attn_standin")]),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}", "OMP_NUM_THREADS": "1"}
+    run = tmp_path / "run"
+    proc = subprocess.Popen(["paravt", "train", "--backend", "openrlhf", "--recipe", "paragrpo_qwen3vl_8b", "--out",
+                             str(run), "--gpus", "1", f"data.path={data / 'samples.jsonl'}", f"model.path={tiny_qwen3}",
+                             "rollout.prompts_per_step=3"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    log, deadline = [], time.monotonic() + 300
+    try:
+        for line in proc.stdout:  # the GPU request is the last thing it does: read until Ray reports it
+            log.append(line)
+            if gpu_request(line) or time.monotonic() > deadline:
+                break
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    text = "".join(log)
+    assert any(gpu_request(x) for x in log), text[-3000:]
+    assert "Traceback" not in text
+    printed = next(x for x in log if "-m openrlhf.cli.train_ppo_ray" in x)
+    cmd = shlex.split(printed)
+    assert cmd[cmd.index("--data.prompt_dataset") + 1] == str(run / "openrlhf_prompts.jsonl")
+    # OpenRLHF's parsed arguments (it prints them before the request): the recipe's passes and batch
+    assert "num_episodes=350" in text and "max_samples=6" in text and "batch_size=24" in text
+    assert len((run / "openrlhf_prompts.jsonl").read_text().splitlines()) == 8

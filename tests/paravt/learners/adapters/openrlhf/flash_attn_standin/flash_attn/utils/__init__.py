@@ -1,0 +1,1 @@
+"""flash_attn.utils (stand-in, see the package docstring)."""
