@@ -122,6 +122,29 @@ def apply_pixels(processor: Any, pixels: tuple[int, int]) -> None:
             setattr(ip, name, int(value))
 
 
+def check_vllm_pixels(model: Any, pixels: tuple[int, int], mode: str) -> None:
+    """Refuse ``use_vllm`` when vLLM would see other images than TRL trains on. TRL builds its vLLM (``colocate``:
+    ``vllm.LLM(model=...)``; ``server``: ``trl vllm-serve --model ...``) with no processor arguments, so vLLM
+    processes every frame at the checkpoint's own ``preprocessor_config.json`` budget, while TRL's processor (its
+    prompt's image pads, the loss) runs at ``pixels``, the local trainer's. Unless the two budgets are equal the
+    frames vLLM generated from differ from those trained on (and the pads from the features). ``model``: the path
+    vLLM loads (the server must serve the same checkpoint)."""
+    from transformers import AutoImageProcessor
+
+    from paravt.learners.adapters.openrlhf.pixels import processor_budget
+
+    path = getattr(model, "name_or_path", model)
+    lo, hi, _ = processor_budget(AutoImageProcessor.from_pretrained(path))
+    if (lo, hi) != tuple(pixels):
+        raise ValueError(
+            f"use_vllm (vllm_mode={mode}): vLLM processes frames at the checkpoint's own budget ({path}/"
+            f"preprocessor_config.json: {lo}-{hi} pixels), TRL's processor at the local trainer's {pixels[0]}-{pixels[1]}; "
+            f"the policy would generate from other images than it trains on. Train at the checkpoint's budget "
+            f"(pixels=({lo}, {hi}), or the recipe's model.processor_min_pixels={lo} model.processor_max_pixels={hi}), "
+            "or write the local trainer's budget into the checkpoint's preprocessor_config.json (size.shortest_edge / "
+            "size.longest_edge)")  # fmt: skip
+
+
 def use_local_template(processor: Any, response_prefix: str) -> None:
     """Render with the checkpoint's own chat template as the local trainer does (``template.local_chat_template``)
     and parse the Hermes ``<tool_call>`` blocks the env's prompts ask for with TRL's Qwen3 response parser (set
@@ -255,6 +278,8 @@ def grpo_trainer(model: str | Any, *, env: Callable[[], Any], n_samples: int, pr
             raise ValueError("grpo_trainer: pass processor= with a loaded model")
         processor = load_trl_processor(model)
     chosen, source = processor_pixels(model, env, env_cfg, pixels)
+    if grpo_args.get("use_vllm"):  # before the model loads: vLLM would otherwise see other frames than TRL trains on
+        check_vllm_pixels(model, chosen, grpo_args.get("vllm_mode", "colocate"))
     apply_pixels(processor, chosen)
     logger.info("TRL: frames at %d-%d pixels (from %s)", chosen[0], chosen[1], source)
     use_local_template(processor, env_cfg.response_prefix)

@@ -48,3 +48,39 @@ def test_the_applied_budget_pads_a_frame_as_the_local_policy_does():
     pixel_values, grid = local.process_images([frame])
     assert before == [[1, 8, 8]] and after["image_grid_thw"].tolist() == grid.tolist() == [[1, 6, 6]]  # 16 pads -> 9
     assert np.array_equal(after["pixel_values"].numpy(), pixel_values.numpy())
+
+
+def test_use_vllm_is_refused_unless_vllm_would_process_frames_at_the_trained_budget(synth_small, tmp_path):
+    """TRL builds its vLLM with no processor arguments: vLLM reads the checkpoint's preprocessor_config.json. Unless
+    that budget is the local trainer's, the policy would generate from other frames than it trains on: refused, by
+    name, before the model loads; a checkpoint carrying the budget passes, in either vLLM mode."""
+    import json
+    import shutil
+
+    from paravt.learners.adapters.openrlhf.pixels import processor_budget
+    from paravt.learners.adapters.trl.recipe import check_vllm_pixels
+    from transformers import AutoImageProcessor
+
+    own = processor_budget(AutoImageProcessor.from_pretrained(COLDSTART))[:2]
+    assert own != (784, 12544)  # the tiny processor's own budget is not the cold start's trained one
+    with pytest.raises(ValueError, match=rf"vllm_mode=colocate.*{own[0]}-{own[1]} pixels.*784-12544"):
+        check_vllm_pixels(str(COLDSTART), (784, 12544), "colocate")
+    check_vllm_pixels(str(COLDSTART), own, "server")  # trained at the checkpoint's budget: nothing to refuse
+    written = tmp_path / "model"
+    shutil.copytree(COLDSTART, written)
+    config = json.loads((written / "preprocessor_config.json").read_text())
+    config.setdefault("size", {}).update({"shortest_edge": 784, "longest_edge": 12544})
+    (written / "preprocessor_config.json").write_text(json.dumps(config))
+    check_vllm_pixels(str(written), (784, 12544), "colocate")
+
+
+def test_grpo_trainer_refuses_use_vllm_before_trl_builds_anything(synth_small, tmp_path):
+    trl = pytest.importorskip("trl")
+    from paravt.learners.adapters.trl import grpo_trainer
+    from paravt_env import VideoToolEnv
+
+    _, samples = synth_small
+    with pytest.raises(ValueError, match="use_vllm"):
+        grpo_trainer(str(COLDSTART), env=lambda: VideoToolEnv(samples), n_samples=len(samples), pixels=(784, 12544),
+                     output_dir=str(tmp_path / "trl"), use_vllm=True, use_cpu=True)  # fmt: skip
+    assert trl.__version__ and not (tmp_path / "trl").exists()
