@@ -57,9 +57,10 @@ def test_use_vllm_is_refused_unless_vllm_would_process_frames_at_the_trained_bud
     import json
     import shutil
 
+    from transformers import AutoImageProcessor
+
     from paravt.learners.adapters.openrlhf.pixels import processor_budget
     from paravt.learners.adapters.trl.recipe import check_vllm_pixels
-    from transformers import AutoImageProcessor
 
     own = processor_budget(AutoImageProcessor.from_pretrained(COLDSTART))[:2]
     assert own != (784, 12544)  # the tiny processor's own budget is not the cold start's trained one
