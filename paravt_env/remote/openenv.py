@@ -7,6 +7,9 @@ speak over one WebSocket per session at ``{base_url}/ws``, here ``ws://HOST:PORT
   "options": {EnvConfig fields}}}``; ``options`` shapes the connection's env on its first reset, within the
   server's ceilings (``EnvServerLimits``);
 - client ``{"type": "step", "data": {"text": "<the agent's whole turn>"}}``;
+- client ``{"type": "step", "data": {"type": "list_tools"}}`` / ``{"type": "step", "data": {"type": "call_tool",
+  "tool_name", "arguments"}}``: OpenEnv's MCP tool calls (``MCPToolClient``), each call one turn, its result with
+  the turn's reward and ``done`` (``mcp_tools``);
 - client ``{"type": "state"}``, ``{"type": "close"}``;
 - server ``{"type": "observation", "data": {"observation": {"text", "timestamps", "frames", "info"}, "reward",
   "done"}}`` (``frames`` in ``paravt_env.remote.wire``'s format; ``info`` the env's, reward breakdown included);
@@ -33,6 +36,7 @@ import anyio
 from fastapi import WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, Field
 
+from .mcp_tools import TOOLS, ToolCallError, turn_for
 from .sessions import ApiError
 
 PREFIX = "/openenv"
@@ -86,7 +90,7 @@ def mount_openenv(app: Any, server: Any) -> None:
     @app.websocket(f"{PREFIX}/ws")
     async def ws(websocket: WebSocket) -> None:
         await websocket.accept()
-        session, state = None, OpenEnvState()
+        session, state, call_arguments = None, OpenEnvState(), {}
 
         async def send_error(message: str, code: str = "VALIDATION_ERROR") -> None:
             await websocket.send_json({"type": "error", "data": {"message": message, "code": code}})
@@ -132,9 +136,30 @@ def mount_openenv(app: Any, server: Any) -> None:
                         reset_options = {k: data[k] for k in ("index", "sample_id", "epoch", "frame_budget") if k in data}
                         body = {"seed": data.get("seed"), "options": reset_options}
                         out = await in_thread(server.locked, session.id, lambda s, b=body: store.reset(s, b))
+                        call_arguments = out["info"].get("call_arguments") or {}
                         state = OpenEnvState(episode_id=str(data.get("episode_id") or uuid.uuid4()), step_count=0,
                                              sample_id=out["info"].get("sample_id"), frame_budget=out["info"].get("frame_budget"))  # fmt: skip
                         await websocket.send_json(observation(out, None, False))
+                    elif kind == "step" and data.get("type") == "list_tools":  # MCP discovery: no reset needed
+                        await websocket.send_json({"type": "observation", "data": {
+                            "observation": {"tools": TOOLS, "metadata": {}}, "reward": None, "done": False}})  # fmt: skip
+                    elif kind == "step" and data.get("type") == "call_tool":
+                        if session is None:
+                            raise ApiError(409, "step before reset: reset first")
+                        name = data.get("tool_name")
+                        try:
+                            text = turn_for(name, data.get("arguments", {}), call_arguments)
+                        except ToolCallError as exc:
+                            await websocket.send_json({"type": "observation", "data": {"observation": {
+                                "tool_name": str(name), "result": None, "metadata": {},
+                                "error": {"error_type": exc.error_type, "message": str(exc)}}, "reward": None, "done": False}})  # fmt: skip
+                            continue
+                        out = await in_thread(server.locked, session.id, lambda s, b={"action": text}: store.step(s, b))
+                        state.step_count += 1
+                        result = {**out["observation"], "info": out["info"]}
+                        await websocket.send_json({"type": "observation", "data": {
+                            "observation": {"tool_name": name, "result": {"data": result}, "error": None, "metadata": {}},
+                            "reward": out["reward"], "done": out["terminated"] or out["truncated"]}})  # fmt: skip
                     elif kind == "step":
                         if session is None:
                             raise ApiError(409, "step before reset: reset first")
