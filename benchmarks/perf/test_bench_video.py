@@ -126,3 +126,41 @@ def test_overview_exact(benchmark, video, backend):
     reader = open_video(video, backend=backend)
     frames = benchmark(lambda: sample_overview(reader, OVERVIEW_K, tolerance=0.0, cache=False, **BUDGET))
     assert len(frames) == OVERVIEW_K
+
+
+def _decode_and_resize(video: str, resize) -> list:
+    """60 frames decoded anew and resized (frames reused across rounds would time only the first round's contexts)."""
+    import av
+
+    container = av.open(video)
+    try:
+        out = []
+        for frame in container.decode(container.streams.video[0]):
+            out.append(resize(frame))
+            if len(out) == 60:
+                break
+        return out
+    finally:
+        container.close()
+
+
+@pytest.mark.benchmark(group="decode-and-resize-60-frames")
+def test_resize_reference(benchmark, video):
+    """``VideoFrame.reformat``: a new swscale context for every frame (a handle without its kept reformatter)."""
+    from paravt_env.video.resize import resize_frame
+
+    benchmark(lambda: _decode_and_resize(video, lambda f: resize_frame(f, 168, 280)))
+
+
+@pytest.mark.benchmark(group="decode-and-resize-60-frames")
+def test_resize_kept_reformatter(benchmark, video):
+    """One reformatter for the 60 frames, as a decoding handle keeps one (``PyAVHandle._reformatter``)."""
+    from av.video.reformatter import VideoReformatter
+
+    from paravt_env.video.resize import resize_frame
+
+    def run():
+        kept = VideoReformatter()
+        return _decode_and_resize(video, lambda f: resize_frame(f, 168, 280, kept))
+
+    benchmark(run)

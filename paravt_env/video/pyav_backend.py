@@ -13,6 +13,7 @@ import threading
 
 import av
 import numpy as np
+from av.video.reformatter import VideoReformatter
 
 from .errors import VideoDecodeError
 from .index import FrameIndex
@@ -203,6 +204,9 @@ class PyAVHandle:
         self._codec = ctx.name
         self._length_size = _nal_length_size(ctx.name, ctx.extradata)
         self._lock = threading.Lock()
+        # the handle's own swscale reformatter (a handle decodes in one thread at a time): one scaler context for
+        # its frames instead of one per frame
+        self._reformatter = VideoReformatter()
 
     def _open(self) -> None:
         try:
@@ -269,9 +273,9 @@ class PyAVHandle:
                     i = wanted.pop(frame.pts, None)
                     if i is not None:
                         if self.rotation in (90, 270):  # scale the stored (sideways) picture, then turn it
-                            out[i] = rotate(resize_frame(frame, width, height), self.rotation)
+                            out[i] = rotate(resize_frame(frame, width, height, self._reformatter), self.rotation)
                         else:
-                            out[i] = rotate(resize_frame(frame, height, width), self.rotation)
+                            out[i] = rotate(resize_frame(frame, height, width, self._reformatter), self.rotation)
                         got_any = True
                     if not wanted or (frame.pts is not None and frame.pts >= last_wanted):
                         return

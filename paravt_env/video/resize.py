@@ -11,6 +11,7 @@ import math
 
 import av
 import numpy as np
+from av.video.reformatter import VideoReformatter
 
 MAX_RATIO = 200
 """qwen-vl-utils refuses frames more elongated than this; so do we, with the same error."""
@@ -69,13 +70,18 @@ def target_size(height: int, width: int, min_pixels: int | None, max_pixels: int
     return h, w
 
 
-def resize_frame(frame: av.VideoFrame, height: int, width: int) -> np.ndarray:
+def resize_frame(frame: av.VideoFrame, height: int, width: int, reformatter: VideoReformatter | None = None) -> np.ndarray:
     """Convert a decoded frame to RGB24 at ``height`` x ``width`` in a single swscale pass.
 
     Converting and scaling together is much cheaper than converting at full size and resizing after.
     swscale's bicubic filter widens when it downsamples, so the result is antialiased like torchvision's.
+    ``reformatter``: a kept one (a decoding handle's), which rebuilds its scaler context only when the source or
+    target changes; without one PyAV builds a new context for the frame (3.7 ms a 112 px frame against 0.2 ms).
+    Either way the same bytes.
     """
-    return frame.reformat(width=width, height=height, format="rgb24", interpolation="BICUBIC").to_ndarray()
+    if reformatter is None:
+        return frame.reformat(width=width, height=height, format="rgb24", interpolation="BICUBIC").to_ndarray()
+    return reformatter.reformat(frame, width=width, height=height, format="rgb24", interpolation="BICUBIC").to_ndarray()
 
 
 def resize_rgb(image: np.ndarray, height: int, width: int) -> np.ndarray:

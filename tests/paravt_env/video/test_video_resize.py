@@ -45,3 +45,26 @@ def test_target_size_native_and_degenerate():
     assert target_size(360, 640, None, None) == (360, 640)
     with pytest.raises(ValueError, match="leaves no pixels"):
         target_size(28, 5000, 784, 50176)
+
+
+def test_a_kept_reformatter_gives_the_bytes_of_a_fresh_one_per_frame():
+    """A decoding handle keeps one swscale reformatter for its frames (``resize_frame(..., reformatter)``); its frames
+    equal ``VideoFrame.reformat``'s, which builds a new scaler context for every frame, across sources and targets
+    that change from call to call."""
+    import av
+    import numpy as np
+    from av.video.reformatter import VideoReformatter
+
+    from paravt_env.video.resize import resize_frame
+
+    rng = np.random.default_rng(0)
+    sources = []
+    for h, w, fmt in ((112, 112, "yuv420p"), (240, 320, "yuv420p"), (90, 160, "rgb24"), (64, 48, "yuv444p")):
+        frame = av.VideoFrame.from_ndarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8), format="rgb24")
+        sources.append(frame if fmt == "rgb24" else frame.reformat(format=fmt))
+    kept = VideoReformatter()
+    for frame in sources * 2:
+        for h, w in ((96, 96), (56, 84), (112, 112), (28, 28), (224, 168)):
+            fresh = frame.reformat(width=w, height=h, format="rgb24", interpolation="BICUBIC").to_ndarray()
+            assert np.array_equal(resize_frame(frame, h, w, kept), fresh)
+            assert np.array_equal(resize_frame(frame, h, w), fresh)
