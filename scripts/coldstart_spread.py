@@ -1,4 +1,4 @@
-"""Issue 62's spread over cold starts: the same two arms (vanilla GRPO and gating only, tool-neutral reward, RL seed
+"""The preregistered comparison's spread over cold starts: the same two arms (vanilla GRPO and gating only, tool-neutral reward, RL seed
 0) trained from the cold starts of several pipeline seeds, set beside the spread over RL seeds from one cold start
 (docs/repro.md, "The spread over cold starts"):
 

@@ -1,4 +1,4 @@
-"""Issue 62's two tests against the main job's late collapse, judged from the committed runs against the goals
+"""The preregistered comparison's two tests against the main job's late collapse, judged from the committed runs against the goals
 docs/training.md wrote before them ("Late format collapse, and a guard tested"):
 
     python scripts/main_job_guards.py [--out results/tiny_cpu/pinned_linear_patch_embed/guards.json]

@@ -277,7 +277,7 @@ def test_the_powered_designs_power_is_what_the_pilots_committed_figures_give():
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "results" / "repro").glob("repro_cpu_prior*")))
 def test_the_comparisons_verdicts_recompute_from_its_committed_runs(tmp_path, name):
-    """Issue 62's comparison and its cold starts: ``paravt repro --report-only`` on a copy of the committed directory
+    """The preregistered comparison and its cold starts: ``paravt repro --report-only`` on a copy of the committed directory
     (slim runs, gates, evaluations) writes the committed report.json again, goals and verdicts included."""
     from paravt.cli import main
 

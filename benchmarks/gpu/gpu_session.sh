@@ -8,7 +8,7 @@
 #   main     the main job with model.device=cuda, to the end
 #   step2b   benchmarks.gpu.gpu_step: a random Qwen3-VL-2B at the release's settings (recipe gpu_smoke), one cold
 #            start, then 1 PARA-GRPO step with the rollout engine and 1 with model.generate (the path before it),
-#            every thread's stack printed each minute; run it alone (docs/gpu.md, "The next session with a GPU")
+#            every thread's stack printed each minute; run it alone (docs/gpu.md)
 #   step8b   the same at 8B, 1 step, 256 new tokens a turn (by arithmetic it does not fit one GPU: the out-of-memory
 #            error and its peak are the figure; short rollouts reach the update sooner)
 #   episode  the OpenRLHF executor's episode at 2B with the local engine: alignment, scripted and sampled

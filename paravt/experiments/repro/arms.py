@@ -40,7 +40,7 @@ ARMS: dict[str, dict[str, Any]] = {
     "para_grpo_scored": {"algorithm": "para_grpo", "para.prefix_scored": True},
     "ea_only_scored": {"algorithm": "para_grpo", "para.nframes_gating": False, "para.prefix_scored": True},
 }  # fmt: skip
-# Issue 62: the four arms of the paper's comparison again under the tool-neutral reward.
+# The four arms of the paper's comparison again under the tool-neutral reward (the preregistered comparison).
 NEUTRAL = {f"{arm}_neutral": {**ARMS[arm], "grpo.tool_credit": False}
            for arm in ("vanilla_grpo", "ea_only", "gating_only", "para_grpo")}  # fmt: skip
 DEFAULT_ARMS = tuple(ARMS)

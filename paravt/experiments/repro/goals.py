@@ -1,4 +1,4 @@
-"""Issue 62's goals, set before its runs (docs/repro.md, "The claims tested so that they can fail"), judged on
+"""The preregistered comparison's goals, set before its runs (docs/repro.md, "The claims tested so that they can fail"), judged on
 the runs' files: one verdict per test, with its figures, and how many tests were made.
 
 Each goal reads what ``report.collect`` gathers per arm and seed (κ per step, format compliance, held-out
@@ -194,7 +194,7 @@ def sound_statistics(arms: dict[str, Any], coldstart: dict[str, Any]) -> dict[st
 
 
 def to_markdown(result: dict[str, Any]) -> list[str]:
-    lines = [f"## Issue 62's goals, set before the runs ({result['made']} of {result['count']} tests made)", "",
+    lines = [f"## The comparison's goals, set before the runs ({result['made']} of {result['count']} tests made)", "",
              "| goal | reward | test | verdict | figures |", "|---|---|---|---|---|"]  # fmt: skip
     for t in result["tests"]:
         lines.append(f"| {t['goal']} | {t['reward']} | {t['test']} | {t['verdict']} | {t['figures']} |")
