@@ -265,6 +265,27 @@ def test_the_two_colours_comparison_recomputes_from_its_committed_runs(monkeypat
     assert json.loads(json.dumps(result)) == json.loads((root / f"{name}.json").read_text())
 
 
+@pytest.mark.parametrize(("evaluation", "name"), [("eval_selected", "comparison"), ("eval_selected_turns3", "comparison_turns3")])
+def test_the_powered_comparison_b_recomputes_from_its_committed_runs(monkeypatch, evaluation, name):
+    """results/powered_b: design (b)'s comparisons are what its twenty slim runs (seed pairs 3-12) give, and its
+    verdicts are what the goals code makes of them; docs/repro.md quotes that table."""
+    from paravt.experiments import powered_goals
+    from paravt.experiments.dispatch_trained import compare
+
+    monkeypatch.chdir(REPO)  # the committed comparisons name their runs relative to the repository
+    root = Path("results") / "powered_b"
+    runs = {side: [root / "runs" / f"{side[:3]}_s{s}" for s in powered_goals.SEEDS] for side in ("parallel", "sequential")}
+    result = compare(runs["parallel"], runs["sequential"], evaluation)
+    assert json.loads(json.dumps(result)) == json.loads((root / f"{name}.json").read_text())
+    verdicts = powered_goals.judge(None, json.loads((root / "comparison.json").read_text()),
+                                   json.loads((root / "comparison_turns3.json").read_text()))  # fmt: skip
+    assert verdicts == json.loads((root / "verdicts.json").read_text())
+    table = powered_goals.to_markdown(verdicts)
+    for goal in ("B1", "B2", "B3"):
+        row = next(x for x in table.splitlines() if x.startswith(f"| {goal} |"))
+        assert row in (DOCS / "repro.md").read_text()
+
+
 def test_the_powered_designs_power_is_what_the_pilots_committed_figures_give():
     """docs/repro.md's power table (the powered design, written before its runs) recomputes from the pilots'
     committed reports (``scripts/power.py``); neither pilot is missing."""
