@@ -128,7 +128,7 @@ class HFPolicy:
     def suppress_mask(self, vocab: int, device: torch.device | str) -> torch.Tensor | None:
         """``suppress_ids`` as a (vocab,) bool mask on ``device`` (None when there are none), built once: indexing
         with the ids themselves turned the list into a tensor at every sampled token: 30 ms on a 2-core CPU at a
-        published size's ~150k padding ids (docs/gpu.md, the second GPU session)."""
+        published size's ~150k padding ids (docs/gpu.md)."""
         if not self._suppress_ids:
             return None
         key = (vocab, str(device))

@@ -143,32 +143,32 @@ def mount_openenv(app: Any, server: Any) -> None:
                     elif kind == "step" and data.get("type") == "list_tools":  # MCP discovery: no reset needed
                         await websocket.send_json({"type": "observation", "data": {
                             "observation": {"tools": TOOLS, "metadata": {}}, "reward": None, "done": False}})  # fmt: skip
-                    elif kind == "step" and data.get("type") == "call_tool":
-                        if session is None:
-                            raise ApiError(409, "step before reset: reset first")
-                        name = data.get("tool_name")
-                        try:
-                            text = turn_for(name, data.get("arguments", {}), call_arguments)
-                        except ToolCallError as exc:
-                            await websocket.send_json({"type": "observation", "data": {"observation": {
-                                "tool_name": str(name), "result": None, "metadata": {},
-                                "error": {"error_type": exc.error_type, "message": str(exc)}}, "reward": None, "done": False}})  # fmt: skip
-                            continue
-                        out = await in_thread(server.locked, session.id, lambda s, b={"action": text}: store.step(s, b))
-                        state.step_count += 1
-                        result = {**out["observation"], "info": out["info"]}
-                        await websocket.send_json({"type": "observation", "data": {
-                            "observation": {"tool_name": name, "result": {"data": result}, "error": None, "metadata": {}},
-                            "reward": out["reward"], "done": out["terminated"] or out["truncated"]}})  # fmt: skip
                     elif kind == "step":
                         if session is None:
                             raise ApiError(409, "step before reset: reset first")
-                        if not isinstance(data.get("text"), str):
+                        mcp, tool = data.get("type") == "call_tool", data.get("tool_name")  # an MCP tool call
+                        if mcp:
+                            try:
+                                text = turn_for(tool, data.get("arguments", {}), call_arguments)
+                            except ToolCallError as exc:  # MCP's error, and no turn taken
+                                await websocket.send_json({"type": "observation", "data": {"observation": {
+                                    "tool_name": str(tool), "result": None, "metadata": {},
+                                    "error": {"error_type": exc.error_type, "message": str(exc)}}, "reward": None, "done": False}})  # fmt: skip
+                                continue
+                        elif isinstance(data.get("text"), str):
+                            text = data["text"]
+                        else:
                             raise ApiError(400, "a step's data needs 'text', the agent's whole turn as a string")
-                        body = {"action": data["text"]}
-                        out = await in_thread(server.locked, session.id, lambda s, b=body: store.step(s, b))
+                        out = await in_thread(server.locked, session.id, lambda s, b={"action": text}: store.step(s, b))
                         state.step_count += 1
-                        await websocket.send_json(observation(out, out["reward"], out["terminated"] or out["truncated"]))
+                        done = out["terminated"] or out["truncated"]
+                        if not mcp:
+                            await websocket.send_json(observation(out, out["reward"], done))
+                        else:  # the turn's observation as the tool's result, its reward and done beside it
+                            result = {**out["observation"], "info": out["info"]}
+                            await websocket.send_json({"type": "observation", "data": {
+                                "observation": {"tool_name": tool, "result": {"data": result}, "error": None, "metadata": {}},
+                                "reward": out["reward"], "done": done}})  # fmt: skip
                     elif kind == "state":
                         await websocket.send_json({"type": "state", "data": state.model_dump()})
                     elif kind == "close":

@@ -120,3 +120,15 @@ def recipe_budget(cfg: Any, samples: list[Any] | None = None) -> TokenBudget:
     question = max((text_tokens(s.question_with_options()) for s in samples), default=QUESTION_TOKENS) if samples else QUESTION_TOKENS
     return token_budget(env, max_new_tokens=cfg.rollout.max_new_tokens, cell=cell, question_tokens=question,
                         pads_per_frame=frame_pads(max(env.max_pixels, lowest), cell))  # fmt: skip
+
+
+def passes_for_steps(cfg: Any, n_samples: int, why: str) -> tuple[int, int]:
+    """``(steps a pass, passes)`` that reach the recipe's ``steps`` RL steps of ``rollout.prompts_per_step`` prompts
+    over ``n_samples`` prompts, for an engine that counts whole passes over its data (verl's epochs, OpenRLHF's
+    episodes) and steps of the full size only: the passes are the steps rounded up to whole passes. A split smaller
+    than one step is refused, ``why`` saying what the engine would do with it."""
+    per_pass = n_samples // cfg.rollout.prompts_per_step
+    if per_pass == 0:
+        raise ValueError(f"the split has {n_samples} samples, fewer than rollout.prompts_per_step="
+                         f"{cfg.rollout.prompts_per_step}: {why}; export more samples or lower rollout.prompts_per_step")  # fmt: skip
+    return per_pass, -(-int(cfg.steps) // per_pass)

@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from paravt.learners.adapters.budget import recipe_budget
+from paravt.learners.adapters.budget import passes_for_steps, recipe_budget
 from paravt.learners.adapters.openrlhf.label import make_label
 from paravt.learners.adapters.openrlhf.pixels import check_checkpoint_budget
 from paravt.learners.adapters.recipe_env import env_options, processor_pixels
@@ -65,12 +65,7 @@ def schedule(cfg: TrainConfig, n_samples: int) -> dict[str, int]:
     whole steps (``--data.max_samples``), so every step has the recipe's size, and the passes are sized to reach
     ``steps`` (``total``: the steps they make, ``steps`` rounded up to whole passes). A split smaller than one step
     is refused: it would train nothing the recipe describes."""
-    per_pass = n_samples // cfg.rollout.prompts_per_step
-    if per_pass == 0:
-        raise ValueError(f"the split has {n_samples} samples, fewer than rollout.prompts_per_step="
-                         f"{cfg.rollout.prompts_per_step}: not one step of the recipe's size; export more samples or "
-                         "lower rollout.prompts_per_step")  # fmt: skip
-    passes = -(-int(cfg.steps) // per_pass)
+    per_pass, passes = passes_for_steps(cfg, n_samples, "not one step of the recipe's size")
     return {"max_samples": per_pass * cfg.rollout.prompts_per_step, "num_episodes": passes, "total": passes * per_pass}
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from paravt.learners.adapters.budget import recipe_budget
+from paravt.learners.adapters.budget import passes_for_steps, recipe_budget
 from paravt.learners.adapters.recipe_env import env_options, processor_pixels
 
 AGENT_LOOP = "paravt.learners.adapters.verl.agent_loop.ParaVTAgentLoop"
@@ -82,13 +82,8 @@ def schedule(cfg: Any, n_samples: int) -> dict[str, Any]:
     every ``save_every``. verl stops at whichever of ``total_training_steps`` and ``total_epochs`` comes first and
     drops an epoch's last incomplete batch, so the epochs are sized to reach the steps; a split smaller than one
     step's prompts would train nothing and is refused."""
-    per_epoch = n_samples // cfg.rollout.prompts_per_step
-    if per_epoch == 0:
-        raise ValueError(f"the split has {n_samples} samples, fewer than rollout.prompts_per_step="
-                         f"{cfg.rollout.prompts_per_step}: verl drops an epoch's last incomplete batch and would train "
-                         "0 steps; export more samples or lower rollout.prompts_per_step")  # fmt: skip
-    return {"total_training_steps": int(cfg.steps), "total_epochs": -(-int(cfg.steps) // per_epoch),
-            "save_freq": int(cfg.save_every)}
+    _, epochs = passes_for_steps(cfg, n_samples, "verl drops an epoch's last incomplete batch and would train 0 steps")
+    return {"total_training_steps": int(cfg.steps), "total_epochs": epochs, "save_freq": int(cfg.save_every)}
 
 
 def trainer_config(cfg: Any, samples: list[Any], out: Path, split: str) -> dict[str, Any]:
