@@ -80,6 +80,14 @@ ENGINES = {
         expected={"openenv-core": "0.3.0"},
         torch=False,
     ),
+    # Not a trainer either: the Open Reward Standard's SDK, its server inside serve-env and its client against it.
+    "ors": Engine(
+        requirement="openreward==0.1.167",
+        extra="ors",
+        tests=("tests/paravt_env/remote/test_ors.py",),
+        expected={"openreward": "0.1.167"},
+        torch=False,
+    ),
 }
 
 # The engine's declared requirements (no extras), by importlib.metadata in the session's own interpreter.

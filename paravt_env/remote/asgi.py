@@ -277,7 +277,7 @@ class UvicornServer:
             self.socket.close()
             raise
         self.address = self.socket.getsockname()
-        self._uvicorn = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+        self._uvicorn = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="auto",
                                                       timeout_keep_alive=int(max(1, keep_alive_s))))  # fmt: skip
         self._served = threading.Event()
 

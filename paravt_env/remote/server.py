@@ -16,6 +16,8 @@ request and reply at ``/docs`` and ``/openapi.json``):
 - ``GET /v1/sessions/{id}/render``: ``{"frame": FRAMES}`` (the contact sheet; sessions opened with ``rgb_array``)
 - ``DELETE /v1/sessions/{id}`` (or ``POST .../close``): closes the env
 - ``/openenv/...``: the same env in OpenEnv's protocol (``paravt_env.remote.openenv``)
+- ``/create_session``, ``/create``, ``/videotool/...``: the same env in the Open Reward Standard, when ``openreward``
+  is installed (``paravt_env.remote.ors``; else these answer 501)
 
 Errors are ``{"error": {"message", "type", "code"}}`` with a 4xx naming the field at fault: 400 bad field, option
 or body (``type`` is the exception the in-process env raised: TypeError, ValueError, IndexError), 404 no such
@@ -47,6 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..data import VideoQASample
 from .asgi import BoundedRequests, RequestBounds, UvicornServer, error_response, route_errors
+from .ors import with_ors
 from .sessions import API, ApiError, EnvServerLimits, Session, SessionStore
 from .wire import WireError, jsonable
 
@@ -204,7 +207,7 @@ class EnvServer:
         self.started = time.monotonic()
         self.limiter = anyio.CapacityLimiter(self.limits.workers)
         lim = self.limits
-        self.bounded = BoundedRequests(create_app(self), RequestBounds(lim.max_body_bytes, lim.body_timeout_s, lim.max_inflight,
+        self.bounded = BoundedRequests(with_ors(create_app(self), self), RequestBounds(lim.max_body_bytes, lim.body_timeout_s, lim.max_inflight,
                                                                        lim.write_timeout_s, lim.max_unread_bytes))  # fmt: skip
         try:
             self.http = UvicornServer(self.bounded, address, keep_alive_s=lim.socket_timeout_s)
@@ -285,8 +288,12 @@ def serve_env(data: str, host: str = "127.0.0.1", port: int = 8100, *, video_roo
     samples = load_samples(data, video_root=video_root)
     server = EnvServer((host, port), samples, limits)
     lim = server.limits
+    from .ors import ENV_NAME, available
+
+    ors = f"the Open Reward Standard at the root ({ENV_NAME!r})" if available() else "no Open Reward Standard (openreward is not installed)"
     ready(f"paravt serve-env: {len(samples)} samples from {data} at {server.url} "
-          f"(at most {lim.max_sessions} sessions, closed after {lim.idle_timeout_s:g} s idle; API docs at {server.url}/docs)")  # fmt: skip
+          f"(at most {lim.max_sessions} sessions, closed after {lim.idle_timeout_s:g} s idle; API docs at {server.url}/docs; "
+          f"OpenEnv at /openenv; {ors})")  # fmt: skip
     try:
         server.serve_forever()
     finally:
