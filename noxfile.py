@@ -48,6 +48,8 @@ class Engine:
 ENGINES = {
     "trl": Engine(
         requirement="trl==1.16.0",
+        # TRL's [vllm] extra without vLLM itself (GPU only; the tests' trl/vllm_standin answers in its place)
+        pins=("requests", "aiohttp>=3.13.3"),
         extra="trl",
         tests=("tests/paravt/learners/adapters/trl",),
         expected={"trl": "1.16.0"},

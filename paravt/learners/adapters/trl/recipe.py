@@ -265,7 +265,7 @@ def grpo_trainer(model: str | Any, *, env: Callable[[], Any], n_samples: int, pr
     required). ``max_tool_calling_iterations`` defaults to the env's ``max_turns - 1`` (the last turn answers).
     ``max_new_tokens``: the most tokens one turn generates, as the local trainer's ``rollout.max_new_tokens`` (default:
     the recipe's with ``recipe_env``, else 256; TRL's own cap is the whole ``max_completion_length``), set in
-    ``generation_kwargs`` unless given there; ``max_completion_length`` is checked against ``completion_budget`` of
+    ``generation_kwargs`` unless given there (as ``max_tokens`` with ``use_vllm``, vLLM's name); ``max_completion_length`` is checked against ``completion_budget`` of
     such turns. ``prompt_mode``: the system prompt's (default: the env's; the rows are checked against it)."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
@@ -291,8 +291,15 @@ def grpo_trainer(model: str | Any, *, env: Callable[[], Any], n_samples: int, pr
     if max_new_tokens is None:
         max_new_tokens = int(getattr(env, "max_new_tokens", 256))
     # TRL generates each turn (the first, and each after a tool response) with one generation config: capped here
-    # as the local trainer caps its turns, else a turn may run to the whole max_completion_length
-    grpo_args["generation_kwargs"] = {"max_new_tokens": max_new_tokens, **(grpo_args.get("generation_kwargs") or {})}
+    # as the local trainer caps its turns, else a turn may run to the whole max_completion_length. The cap goes by
+    # its generator's name: vLLM's SamplingParams takes max_tokens (and refuses max_new_tokens), transformers'
+    # generate max_new_tokens (and ignores max_tokens)
+    cap = "max_tokens" if grpo_args.get("use_vllm") else "max_new_tokens"
+    given = dict(grpo_args.get("generation_kwargs") or {})
+    if other := sorted({"max_tokens", "max_new_tokens"} - {cap} & set(given)):
+        raise ValueError(f"generation_kwargs {other}: with use_vllm={bool(grpo_args.get('use_vllm'))} a turn's cap "
+                         f"is {cap!r}")  # fmt: skip
+    grpo_args["generation_kwargs"] = {cap: max_new_tokens, **given}
     config = GRPOConfig(**grpo_args)
     budget = completion_budget(env_cfg, processor, max_new_tokens)
     cell = int(processor.image_processor.patch_size) * int(processor.image_processor.merge_size)
