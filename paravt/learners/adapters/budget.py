@@ -132,3 +132,17 @@ def passes_for_steps(cfg: Any, n_samples: int, why: str) -> tuple[int, int]:
         raise ValueError(f"the split has {n_samples} samples, fewer than rollout.prompts_per_step="
                          f"{cfg.rollout.prompts_per_step}: {why}; export more samples or lower rollout.prompts_per_step")  # fmt: skip
     return per_pass, -(-int(cfg.steps) // per_pass)
+
+
+def processor_budget(image_processor: Any) -> tuple[int, int, int]:
+    """``(min_pixels, max_pixels, factor)`` an image processor of the Qwen-VL families resizes with by default
+    (its ``size`` ``shortest_edge``/``longest_edge``, else ``min_pixels``/``max_pixels``; factor: patch x merge)."""
+    size = getattr(image_processor, "size", None) or {}
+    get = size.get if isinstance(size, dict) else (lambda k: getattr(size, k, None))
+    lo = get("shortest_edge") or getattr(image_processor, "min_pixels", None)
+    hi = get("longest_edge") or getattr(image_processor, "max_pixels", None)
+    if lo is None or hi is None:
+        raise ValueError(f"{type(image_processor).__name__} names no pixel budget (size.shortest_edge / longest_edge): "
+                         "the adapters support the Qwen-VL processors")  # fmt: skip
+    factor = int(image_processor.patch_size) * int(getattr(image_processor, "merge_size", 2))
+    return int(lo), int(hi), factor

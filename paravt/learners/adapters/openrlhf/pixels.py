@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..budget import processor_budget
+
 if TYPE_CHECKING:
     from PIL import Image
 
@@ -34,20 +36,6 @@ def _smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pix
         from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
     h, w = smart_resize(height, width, factor=factor, min_pixels=min_pixels, max_pixels=max_pixels)
     return int(h), int(w)
-
-
-def processor_budget(image_processor: Any) -> tuple[int, int, int]:
-    """``(min_pixels, max_pixels, factor)`` an image processor of the Qwen-VL families resizes with by default
-    (its ``size`` ``shortest_edge``/``longest_edge``, else ``min_pixels``/``max_pixels``; factor: patch x merge)."""
-    size = getattr(image_processor, "size", None) or {}
-    get = size.get if isinstance(size, dict) else (lambda k: getattr(size, k, None))
-    lo = get("shortest_edge") or getattr(image_processor, "min_pixels", None)
-    hi = get("longest_edge") or getattr(image_processor, "max_pixels", None)
-    if lo is None or hi is None:
-        raise ValueError(f"{type(image_processor).__name__} names no pixel budget (size.shortest_edge / longest_edge): "
-                         "the OpenRLHF executor supports the Qwen-VL processors")  # fmt: skip
-    factor = int(image_processor.patch_size) * int(getattr(image_processor, "merge_size", 2))
-    return int(lo), int(hi), factor
 
 
 def fit_frames(frames: Any, budget: tuple[int, int], image_processor: Any, where: str) -> list[Image.Image]:

@@ -131,7 +131,7 @@ def check_vllm_pixels(model: Any, pixels: tuple[int, int], mode: str) -> None:
     vLLM loads (the server must serve the same checkpoint)."""
     from transformers import AutoImageProcessor
 
-    from paravt.learners.adapters.openrlhf.pixels import processor_budget
+    from paravt.learners.adapters.budget import processor_budget
 
     path = getattr(model, "name_or_path", model)
     lo, hi, _ = processor_budget(AutoImageProcessor.from_pretrained(path))

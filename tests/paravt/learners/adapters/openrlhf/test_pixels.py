@@ -7,7 +7,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from paravt.learners.adapters.openrlhf.pixels import fit_frames, processor_budget  # noqa: E402
+from paravt.learners.adapters.budget import processor_budget  # noqa: E402
+from paravt.learners.adapters.openrlhf.pixels import fit_frames  # noqa: E402
 from paravt.policies.vision_inputs import process_images  # noqa: E402
 
 

@@ -59,7 +59,7 @@ def test_use_vllm_is_refused_unless_vllm_would_process_frames_at_the_trained_bud
 
     from transformers import AutoImageProcessor
 
-    from paravt.learners.adapters.openrlhf.pixels import processor_budget
+    from paravt.learners.adapters.budget import processor_budget
     from paravt.learners.adapters.trl.recipe import check_vllm_pixels
 
     own = processor_budget(AutoImageProcessor.from_pretrained(COLDSTART))[:2]
