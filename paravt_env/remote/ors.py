@@ -143,6 +143,7 @@ def ors_environment(server: "EnvServer") -> type:
                     and 0 <= i < len(store.samples)
                     and store.samples[i].id == str(options["sample_id"])
                 ):
+                    self.teardown()
                     raise HTTPException(
                         400, f"task index {i!r} and sample_id {options['sample_id']!r} name different samples"
                     )
@@ -151,6 +152,7 @@ def ors_environment(server: "EnvServer") -> type:
             try:
                 out = await in_thread(server.locked, self.sid, lambda s: store.reset(s, body))
             except ApiError as exc:
+                self.teardown()  # an episode that cannot start holds no session of the store
                 raise _http(exc) from None
             self.call_arguments = out["info"].get("call_arguments") or {}
             self.prompt = _blocks(out["observation"])
@@ -159,6 +161,7 @@ def ors_environment(server: "EnvServer") -> type:
             if self.sid is not None:
                 with contextlib.suppress(ApiError):  # reaped for idling already
                     store.close_session(self.sid)
+                self.sid = None
 
         def get_prompt(self) -> list[Any]:
             return self.prompt
@@ -226,8 +229,13 @@ def with_ors(app: Any, server: "EnvServer") -> Any:
     """``app`` with ORS beside it when ``openreward`` is installed; else ``app``, whose ORS entry points answer 501
     and say what to install."""
     if available():
+        import logging
+
+        import structlog
         from openreward.environments import Server
 
+        if not structlog.is_configured():  # ORS logs through structlog, unfiltered: three lines a request otherwise
+            structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
         return WithOrs(app, Server([ors_environment(server)], return_errors="exception").app)
     from .asgi import error_response
 

@@ -103,6 +103,11 @@ def test_ors_sessions_hold_the_servers_capacity_and_ceilings(env_samples, start_
     with env.session(split="train", index=0) as session:
         session.get_prompt()
         refused("sessions are taken", split="train", index=1)
+    # a client that never deletes a session whose episode could not start leaves no session of the server held
+    headers = {"X-Session-ID": "raw-client"}
+    assert httpx.post(server.url + "/create", json={"task_spec": {"index": 99}}, headers=headers).status_code == 200
+    r = httpx.get(server.url + "/videotool/prompt", headers=headers)
+    assert r.status_code == 400 and "index" in r.json()["detail"]
     assert httpx.get(server.url + "/health").json()["sessions"] == 0
 
 
