@@ -229,13 +229,8 @@ def with_ors(app: Any, server: "EnvServer") -> Any:
     """``app`` with ORS beside it when ``openreward`` is installed; else ``app``, whose ORS entry points answer 501
     and say what to install."""
     if available():
-        import logging
-
-        import structlog
         from openreward.environments import Server
 
-        if not structlog.is_configured():  # ORS logs through structlog, unfiltered: three lines a request otherwise
-            structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
         return WithOrs(app, Server([ors_environment(server)], return_errors="exception").app)
     from .asgi import error_response
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import threading
 import time
 from dataclasses import asdict, fields
@@ -285,6 +286,8 @@ def serve_env(data: str, host: str = "127.0.0.1", port: int = 8100, *, video_roo
     """Load ``data`` (anything ``load_samples`` reads) and serve it until interrupted."""
     from ..data import load_samples
 
+    # serve-env logs warnings and errors; ORS's server (read when its loggers are made) logs three lines a request
+    os.environ.setdefault("OPENREWARD_LOG_LEVEL", "WARNING")
     samples = load_samples(data, video_root=video_root)
     server = EnvServer((host, port), samples, limits)
     lim = server.limits
