@@ -265,8 +265,8 @@ def grpo_trainer(model: str | Any, *, env: Callable[[], Any], n_samples: int, pr
     required). ``max_tool_calling_iterations`` defaults to the env's ``max_turns - 1`` (the last turn answers).
     ``max_new_tokens``: the most tokens one turn generates, as the local trainer's ``rollout.max_new_tokens`` (default:
     the recipe's with ``recipe_env``, else 256; TRL's own cap is the whole ``max_completion_length``), set in
-    ``generation_kwargs`` unless given there (as ``max_tokens`` with ``use_vllm``, vLLM's name); ``max_completion_length`` is checked against ``completion_budget`` of
-    such turns. ``prompt_mode``: the system prompt's (default: the env's; the rows are checked against it)."""
+    ``generation_kwargs`` unless given there (as ``max_tokens`` with ``use_vllm``, vLLM's name);
+    ``max_completion_length`` is checked against ``completion_budget`` of such turns. ``prompt_mode``: the system prompt's (default: the env's; the rows are checked against it)."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 

@@ -226,6 +226,15 @@ print("RESULT " + json.dumps({"initial": initial, "after_steps": digests, "logs"
 """
 
 
+def test_a_turns_cap_under_the_other_generators_name_is_refused(tiny_qwen3, synth_small, tmp_path):
+    """``max_tokens`` is vLLM's name for a turn's cap, ``max_new_tokens`` transformers': given under the name the
+    run's generator does not read, it is refused by name rather than left uncapped (or, under vLLM, a TypeError)."""
+    samples = synth_small[1][:4]
+    with pytest.raises(ValueError, match="with use_vllm=False a turn's cap is 'max_new_tokens'"):
+        grpo_trainer(tiny_qwen3, env=lambda: VideoToolEnv(samples, **ENV), n_samples=len(samples), output_dir=str(tmp_path),
+                     use_cpu=True, report_to=[], generation_kwargs={"max_tokens": 8})  # fmt: skip
+
+
 def with_local_budget(model_dir: Path, pixels=(784, ENV["max_pixels"])) -> None:
     """The local trainer's pixel budget written into the checkpoint's ``preprocessor_config.json``."""
     path = model_dir / "preprocessor_config.json"
