@@ -31,7 +31,7 @@ trained through it sees the tool's text and not the crop's frames (docs/env-serv
 # No `from __future__ import annotations`: ORS reads the tools' annotations with get_type_hints, and the models
 # they name are local to ors_environment.
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 from pydantic import BaseModel, Field, field_validator
@@ -39,9 +39,6 @@ from pydantic import BaseModel, Field, field_validator
 from .mcp_tools import MAX_WINDOWS, ToolCallError, turn_for
 from .sessions import ApiError
 from .wire import jsonable
-
-if TYPE_CHECKING:
-    from .server import EnvServer
 
 ENV_NAME = "videotool"
 SPLIT = "train"
@@ -95,7 +92,7 @@ def _blocks(observation: dict[str, Any]) -> list[Any]:
     return blocks
 
 
-def ors_environment(server: "EnvServer") -> type:
+def ors_environment(server: Any) -> type:
     """ORS's environment class for ``server`` (an ``EnvServer``): its store, limits and worker threads."""
     from fastapi import HTTPException
     from openreward.environments import Environment, ToolOutput, tool
@@ -225,7 +222,7 @@ class WithOrs:
         await (self.ours if first in OURS else self.ors)(scope, receive, send)
 
 
-def with_ors(app: Any, server: "EnvServer") -> Any:
+def with_ors(app: Any, server: Any) -> Any:
     """``app`` with ORS beside it when ``openreward`` is installed; else ``app``, whose ORS entry points answer 501
     and say what to install."""
     if available():
