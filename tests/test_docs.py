@@ -286,6 +286,22 @@ def test_the_powered_comparison_b_recomputes_from_its_committed_runs(monkeypatch
         assert row in (DOCS / "repro.md").read_text()
 
 
+def test_the_powered_design_a_verdicts_are_what_its_committed_report_gives():
+    """results/powered_a/verdicts.json: the six goals judged by the goals code on design (a)'s committed report and
+    design (b)'s committed comparisons; docs/repro.md quotes the A rows."""
+    from paravt.experiments import powered_goals
+
+    a, b = REPO / "results" / "powered_a", REPO / "results" / "powered_b"
+    verdicts = powered_goals.judge(json.loads((a / "report.json").read_text()), json.loads((b / "comparison.json").read_text()),
+                                   json.loads((b / "comparison_turns3.json").read_text()))  # fmt: skip
+    assert verdicts == json.loads((a / "verdicts.json").read_text())
+    assert all(t["passed"] is not None for t in verdicts["tests"])  # every run in: each goal judged
+    table = powered_goals.to_markdown(verdicts)
+    for goal in ("A1", "A2", "A3"):
+        row = next(x for x in table.splitlines() if x.startswith(f"| {goal} |"))
+        assert row in (DOCS / "repro.md").read_text()
+
+
 def test_the_powered_designs_power_is_what_the_pilots_committed_figures_give():
     """docs/repro.md's power table (the powered design, written before its runs) recomputes from the pilots'
     committed reports (``scripts/power.py``); neither pilot is missing."""
@@ -296,14 +312,16 @@ def test_the_powered_designs_power_is_what_the_pilots_committed_figures_give():
     assert to_markdown(result).strip() in (DOCS / "repro.md").read_text()
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "results" / "repro").glob("repro_cpu_prior*")))
+@pytest.mark.parametrize("name", [*sorted(f"repro/{p.name}" for p in (REPO / "results" / "repro").glob("repro_cpu_prior*")),
+                                  "powered_a"])  # fmt: skip
 def test_the_comparisons_verdicts_recompute_from_its_committed_runs(tmp_path, name):
-    """The preregistered comparison and its cold starts: ``paravt repro --report-only`` on a copy of the committed directory
-    (slim runs, gates, evaluations) writes the committed report.json again, goals and verdicts included."""
+    """The preregistered comparison, its cold starts and the powered design (a): ``paravt repro --report-only`` on a
+    copy of the committed directory (slim runs, gates, evaluations: ``scripts/slim_repro.py``) writes the committed
+    report.json again, goals and verdicts included."""
     from paravt.cli import main
 
-    out = tmp_path / name
-    shutil.copytree(REPO / "results" / "repro" / name, out)
+    out = tmp_path / Path(name).name
+    shutil.copytree(REPO / "results" / name, out)
     committed = json.loads((out / "report.json").read_text())
     (out / "report.json").unlink()
     assert main(["repro", "--out", str(out), "--report-only", "--no-progress"]) == 0
