@@ -59,6 +59,18 @@ class RequestOutput:
     served meanwhile (``served[-1]`` is another request's under concurrency)."""
 
 
+def token_runs(ids: list[int], token: int) -> list[int]:
+    """Lengths of the runs of ``token`` in ``ids``, in order (a prompt's image pads: one run per image)."""
+    out, n = [], 0
+    for t in [*ids, None]:
+        if t == token:
+            n += 1
+        elif n:
+            out.append(n)
+            n = 0
+    return out
+
+
 def expand_placeholders(ids: list[int], pad_id: int, pads_per_image: list[int]) -> list[int]:
     """``ids`` with the i-th run of ``pad_id`` replaced by ``pads_per_image[i]`` pads (vLLM's expansion of a
     collapsed prompt); a placeholder count other than the image count is refused, as vLLM refuses it."""

@@ -24,6 +24,7 @@ engine_import("openrlhf", "openrlhf.utils.agent")
 torch = pytest.importorskip("torch")
 
 from paravt.cli import main  # noqa: E402
+from paravt.learners.adapters.openrlhf.local_engine import token_runs  # noqa: E402
 from paravt.learners.config import load_recipe  # noqa: E402
 from paravt.learners.run_setup import env_config  # noqa: E402
 from paravt.learners.trajectory import TrajectoryBuilder  # noqa: E402
@@ -87,14 +88,7 @@ def openrlhf_episode(model_dir, row: dict, max_length: int) -> dict:
 
 def pads_per_image(ids: list[int], pad: int) -> list[int]:
     """The length of every run of image pads, in order: the image tokens each frame gets."""
-    runs, n = [], 0
-    for t in [*ids, None]:
-        if t == pad:
-            n += 1
-        elif n:
-            runs.append(n)
-            n = 0
-    return runs
+    return token_runs(ids, pad)
 
 
 @pytest.fixture(scope="module", params=["checkpoint_template", "numbered_images"])

@@ -87,19 +87,9 @@ class AsyncLLMEngine:
         log = os.environ.get("PARAVT_VLLM_LOG")
         if log:
             pad = self.engine.policy.image_pad_id
-            runs = [n for n in _runs(served, pad)]
+            from paravt.learners.adapters.openrlhf.local_engine import token_runs
+
+            runs = token_runs(served, pad)
             with open(log, "a", encoding="utf-8") as f:
                 f.write(json.dumps({"cwd": os.getcwd(), "prompt": served, "pads_per_image": runs}) + "\n")
         yield out
-
-
-def _runs(ids: list[int], token: int) -> list[int]:
-    """Lengths of the runs of ``token`` in ``ids``."""
-    out, n = [], 0
-    for t in [*ids, None]:
-        if t == token:
-            n += 1
-        elif n:
-            out.append(n)
-            n = 0
-    return out

@@ -41,17 +41,6 @@ class RequestOutput:
     finished: bool = True
 
 
-def _runs(ids: list[int], token: int) -> list[int]:
-    out, n = [], 0
-    for t in [*ids, None]:
-        if t == token:
-            n += 1
-        elif n:
-            out.append(n)
-            n = 0
-    return out
-
-
 def _log(record: dict) -> None:
     path = os.environ.get("PARAVT_VLLM_LOG")
     if path:
@@ -129,11 +118,13 @@ class LLM:
         return [self._one(p, params) for p in (prompts if isinstance(prompts, list) else [prompts])]
 
     def _one(self, prompt: dict, params: SamplingParams) -> RequestOutput:
+        from paravt.learners.adapters.openrlhf.local_engine import token_runs
+
         policy = self.policy
         ids = list(prompt["prompt_token_ids"])
         image = (prompt.get("multi_modal_data") or {}).get("image")
         images = [] if image is None else list(image) if isinstance(image, (list, tuple)) else [image]
-        runs = _runs(ids, policy.image_pad_id)
+        runs = token_runs(ids, policy.image_pad_id)
         want = []
         if images:
             _, grids = policy.process_images(images)
