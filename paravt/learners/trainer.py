@@ -5,9 +5,10 @@
 One step: ``prompts_per_step`` prompts, each played ``group_size`` times side by side (same sample, same
 epoch, hence the same gated K), batched generation; rewards from the env; advantages (group-normalised,
 per token with token anchoring); one PPO-clipped update with KL to the frozen initial policy. Every step
-appends a row to ``RUN/metrics.jsonl`` and redraws ``RUN/curves.png``; every ``save_every`` steps (and on
-Ctrl-C, and at the end) ``RUN/checkpoint`` gets the model, the optimizer, the RNG states and the data
-position of the last completed step, so ``--resume`` continues the run as if never interrupted.
+appends a row to ``RUN/metrics.jsonl`` (``RUN/curves.png`` is redrawn at most once a minute, at every checkpoint
+and at the end); every ``save_every`` steps (and on Ctrl-C, and at the end) ``RUN/checkpoint`` gets the model, the
+optimizer, the RNG states and the data position of the last completed step, so ``--resume`` continues the run as
+if never interrupted.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import logging
 import random
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +37,9 @@ from paravt.learners.grpo import (
     masked_mean,
 )
 from paravt.learners.interrupts import commit_section, raise_if_requested
-from paravt.learners.metrics import MetricSinks, plot_curves, read_jsonl, rollout_metrics
+from paravt.learners.metrics import CurvesFile, MetricSinks, read_jsonl, rollout_metrics
 from paravt.learners.optim import adamw
+from paravt.learners.reference_ahead import ReferenceAhead, beside
 from paravt.learners.rollout import run_batch
 from paravt.learners.run_setup import (
     env_config,
@@ -54,7 +57,7 @@ from paravt.policies.shared_prefix import prompt_groups, shared_prefix_logprobs,
 from paravt.policies.vision_cache import VisionCache
 from paravt_env import VideoToolEnv, storage
 from paravt_env.config import flatten_dotted
-from paravt_env.memory import release_free_memory
+from paravt_env.memory import freeze_survivors, release_free_memory, thaw_survivors
 
 logger = logging.getLogger(__name__)
 
@@ -302,15 +305,39 @@ class Trainer:
 
         # Update: one PPO-clipped step, forward/backward one group of trajectories at a time: a prompt's rollouts
         # together, its prompt once (``optim.micro_batch`` rows, ``optim.micro_batch_tokens`` tokens), the rest alone.
+        chunks = [[units[i] for i in rows] for rows, _prefix in prompt_groups(
+            self.policy, [u.trajectory.encoded for u in units], [u.trajectory.loss_mask for u in units],
+            max_rows=step, max_tokens=cap)]  # fmt: skip
+        # the reference's passes of the chunks on the second core, ahead of the update (where they are not all done)
+        ahead = (ReferenceAhead(reference_logprobs, [[u.trajectory.encoded for u in c] for c in chunks])
+                 if cfg.grpo.kl_coef > 0 and not kl_in_reward(cfg) and beside(self.policy.device) else None)  # fmt: skip
+        try:
+            stats = self._descend(chunks, score, reference_logprobs, ahead, clock, kl_in_loss)
+        finally:
+            if ahead is not None:
+                ahead.close()
+        self.policy.model.eval()
+        if apply:
+            self._apply_gradients()
+        means = {k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()}
+        return {**means, "train_tokens": sum(len(u.trajectory.encoded.input_ids) for u in units)}
+
+    def _descend(self, chunks: list[list[Any]], score: Callable, reference_logprobs: Callable,
+                 ahead: ReferenceAhead | None, clock: StepClock, kl_in_loss: bool) -> dict[str, list[float]]:  # fmt: skip
+        """The update's gradients, one chunk of training units at a time (``update``'s loop): the policy's
+        log-probs with grad, the reference's (from ``ahead`` where it runs beside), the clipped loss, backward."""
+        cfg = self.cfg
         self.policy.model.train()
         self.optimizer.zero_grad()
         stats: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}
-        for rows, _prefix in prompt_groups(self.policy, [u.trajectory.encoded for u in units],
-                                           [u.trajectory.loss_mask for u in units], max_rows=step, max_tokens=cap):  # fmt: skip
-            chunk = [units[i] for i in rows]
+        for k, chunk in enumerate(chunks):
             encoded = [u.trajectory.encoded for u in chunk]
             logps = score(encoded)
-            refs = reference_logprobs(encoded) if cfg.grpo.kl_coef > 0 else [None] * len(chunk)
+            if ahead is not None:
+                with clock.waiting():
+                    refs = ahead.get(k)
+            else:
+                refs = reference_logprobs(encoded) if cfg.grpo.kl_coef > 0 else [None] * len(chunk)
             total = torch.zeros((), device=logps[0].device)
             for unit, logp, ref in zip(chunk, logps, refs, strict=True):
                 tr = unit.trajectory
@@ -329,11 +356,7 @@ class Trainer:
                 stats["clip_fraction"].append(diag["clip_fraction"])
                 stats["entropy"].append(float(-masked_mean(logp.detach(), mask)))  # sampled-token estimate
             total.backward()
-        self.policy.model.eval()
-        if apply:
-            self._apply_gradients()
-        means = {k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()}
-        return {**means, "train_tokens": sum(len(u.trajectory.encoded.input_ids) for u in units)}
+        return stats
 
     def _apply_gradients(self) -> None:
         optimizer_step(self.policy.model, self.optimizer, self.cfg.optim.grad_clip)
@@ -391,9 +414,11 @@ class Trainer:
         release_free_memory(collect=True)  # the cold start's examples and episodes are gone: give their pages back
         if self.cfg.grpo.kl_coef > 0:
             self._reference()
+        freeze_survivors()  # the per-step collection below then scans only what a step allocates
         history = read_jsonl(self.metrics_path)  # the curves draw every step of the run
         rows: list[dict[str, Any]] = []  # the steps of this call
         bar = progress_bar(total, "train", self.progress, initial=self.step)
+        curves = CurvesFile(self.out / "curves.png", self._sft_rows)
         try:
             self._validate()  # the step an interrupt stopped in its validation
             while self.step < total:
@@ -402,26 +427,32 @@ class Trainer:
                 release_free_memory(collect=True)  # a step's trajectories (frames, activations) are freed by now
                 rows.append(row)
                 history.append(row)
-                plot_curves(history, self.out / "curves.png", self._sft_rows())
                 sinks.write(row)
+                curves.after_step(history)
                 if bar:
                     bar.update(1)
                     bar.set_postfix(reward=f"{row['reward_mean']:.2f}", fmt=f"{row['format_reward']:.2f}",
                                     kappa=f"{row['tool_calls_per_rollout']:.2f}")  # fmt: skip
                 if self.step % self.cfg.save_every == 0:
                     self.save()
+                    curves.draw(history)
                 self._validate()
         except KeyboardInterrupt:
             logger.warning("interrupted during step %d: saving the checkpoint of step %d (the last completed one) "
                            "before exiting", self.step + 1, self.step)  # fmt: skip
             self.save()
+            if rows:
+                curves.draw(history)
             raise
         finally:
+            thaw_survivors()
             if bar:
                 bar.close()
             sinks.close()
         if rows or not self.resumed:  # a resumed run that trained nothing: its checkpoint is already this state
             self.save()
+        if rows:
+            curves.draw(history)  # the steps since the last drawing
         return rows
 
     def _validate(self) -> None:

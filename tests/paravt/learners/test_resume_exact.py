@@ -19,7 +19,7 @@ FAST = ["sft.steps=4", "sft.episodes=6", "sft.batch=2", "rollout.group_size=2", 
         "rollout.max_new_tokens=16", "rollout.temperature=1.0", "data.synth_n=5", "perception.steps=3",
         "perception.videos=2", "perception.batch=2", "data.heldout_n=0", "save_every=50"]  # fmt: skip
 STEPS = "4"
-CLOCK = ("wall_s", "tokens_per_s", "rollout_s", "reference_s", "update_s", "train_tokens_per_s", "peak_memory_mb")
+CLOCK = ("wall_s", "tokens_per_s", "rollout_s", "reference_s", "reference_wait_s", "update_s", "train_tokens_per_s", "peak_memory_mb")
 
 
 def _rows(path):
@@ -75,7 +75,7 @@ POINTS = {
     "before RL update 3": lambda mp: mp.setattr(trainer_module, "run_batch", _after_calls(3, trainer_module.run_batch)),
     "during RL update 3": lambda mp: mp.setattr(trainer_module.Trainer, "update",
                                                 _after_calls(3, trainer_module.Trainer.update)),
-    "after RL update 3": lambda mp: mp.setattr(trainer_module, "plot_curves", _after_calls(3, trainer_module.plot_curves)),
+    "after RL update 3": lambda mp: mp.setattr(trainer_module.MetricSinks, "write", _after_calls(3, trainer_module.MetricSinks.write)),
 }  # fmt: skip
 
 
