@@ -4,7 +4,10 @@
   forward/backward pass per trajectory, the long ``agentic`` system prompt);
 - ``batched``: the trainer's step (every prompt and rollout of the step in one batched generation per turn,
   micro-batched update), same ``agentic`` prompt;
-- ``batched_compact``: the same with the recipe's ``agentic_compact`` prompt (what ``tiny_cpu`` runs).
+- ``batched_compact``: the same with the recipe's ``agentic_compact`` prompt (what ``tiny_cpu`` runs);
+- ``repro_cpu`` from the committed cold start, the frozen reference's passes in the update's thread
+  (``in_line``) or on the second core ahead of it (``beside``, ``paravt.learners.reference_ahead``: what the
+  trainer does where a core is free), the same rollouts and the same floats.
 
     PARAVT_BENCH_CHECKPOINT=runs/tiny/coldstart/model \\
         python -m pytest benchmarks/perf/test_bench_rl_step.py --benchmark-only --benchmark-json=runs/bench_rl.json
@@ -26,6 +29,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from paravt.learners import trainer as trainer_module  # noqa: E402
 from paravt.learners.config import load_recipe  # noqa: E402
 from paravt.learners.grpo import (  # noqa: E402
     clipped_policy_loss,
@@ -38,6 +42,7 @@ from paravt.learners.rollout import run_group  # noqa: E402
 from paravt.learners.trainer import Trainer  # noqa: E402
 
 ROUNDS = 4
+REPRO_COLDSTART = Path(__file__).resolve().parents[2] / "results" / "repro" / "repro_cpu" / "coldstart" / "coldstart" / "model"
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +100,9 @@ def _run(benchmark, trainer: Trainer, step) -> None:
     rows: list[dict] = []
     torch.manual_seed(0)
     benchmark.pedantic(lambda: rows.append(step()), rounds=ROUNDS, iterations=1)
-    benchmark.extra_info["tokens_per_s"] = sum(r["tokens_per_s"] for r in rows) / len(rows)
-    benchmark.extra_info["tool_calls_per_rollout"] = sum(r["tool_calls_per_rollout"] for r in rows) / len(rows)
+    for key in ("tokens_per_s", "tool_calls_per_rollout", "reference_s", "reference_wait_s", "train_tokens_per_s"):
+        if key in rows[0]:
+            benchmark.extra_info[key] = sum(r[key] for r in rows) / len(rows)
     trainer.close()
 
 
@@ -116,3 +122,17 @@ def test_rl_step_batched(benchmark, tmp_path, checkpoint):
 def test_rl_step_batched_compact(benchmark, tmp_path, checkpoint):
     trainer = _trainer(tmp_path, checkpoint, "agentic_compact")
     _run(benchmark, trainer, trainer.rl_step)
+
+
+@pytest.mark.benchmark(group="RL step, repro_cpu cold start (2 prompts x 4 rollouts): the reference in line or beside")
+@pytest.mark.parametrize("beside", [False, True], ids=["in_line", "beside"])
+def test_rl_step_reference_beside_the_update(benchmark, tmp_path, monkeypatch, beside):
+    if not (REPRO_COLDSTART / "config.json").is_file():
+        pytest.skip(f"the committed repro cold start is not at {REPRO_COLDSTART}")
+    monkeypatch.setattr(trainer_module, "beside", lambda device: beside)
+    cfg = load_recipe("repro_cpu", [f"model.path={REPRO_COLDSTART}", "perception.steps=0", "sft.steps=0",
+                                    "data.synth_n=8", "data.heldout_n=0"])  # fmt: skip
+    trainer = Trainer(cfg, tmp_path / "repro", progress=False)
+    trainer._reference()
+    _run(benchmark, trainer, trainer.rl_step)
+
