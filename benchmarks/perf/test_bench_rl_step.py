@@ -5,9 +5,10 @@
 - ``batched``: the trainer's step (every prompt and rollout of the step in one batched generation per turn,
   micro-batched update), same ``agentic`` prompt;
 - ``batched_compact``: the same with the recipe's ``agentic_compact`` prompt (what ``tiny_cpu`` runs);
-- ``repro_cpu`` from the committed cold start, the frozen reference's passes in the update's thread
-  (``in_line``) or on the second core ahead of it (``beside``, ``paravt.learners.reference_ahead``: what the
-  trainer does where a core is free), the same rollouts and the same floats.
+- ``repro_cpu`` from the committed cold start, the update's chunks one after another on one thread
+  (``one_thread``) or pipelined on two (``pipelined``: one chunk's backward beside the next one's forward passes,
+  ``paravt.learners.pipelined_update``, what the trainer does where a core is free), the same rollouts and the
+  same floats.
 
     PARAVT_BENCH_CHECKPOINT=runs/tiny/coldstart/model \\
         python -m pytest benchmarks/perf/test_bench_rl_step.py --benchmark-only --benchmark-json=runs/bench_rl.json
@@ -100,7 +101,7 @@ def _run(benchmark, trainer: Trainer, step) -> None:
     rows: list[dict] = []
     torch.manual_seed(0)
     benchmark.pedantic(lambda: rows.append(step()), rounds=ROUNDS, iterations=1)
-    for key in ("tokens_per_s", "tool_calls_per_rollout", "reference_s", "reference_wait_s", "train_tokens_per_s"):
+    for key in ("tokens_per_s", "tool_calls_per_rollout", "reference_s", "update_s", "train_tokens_per_s"):
         if key in rows[0]:
             benchmark.extra_info[key] = sum(r[key] for r in rows) / len(rows)
     trainer.close()
@@ -124,12 +125,12 @@ def test_rl_step_batched_compact(benchmark, tmp_path, checkpoint):
     _run(benchmark, trainer, trainer.rl_step)
 
 
-@pytest.mark.benchmark(group="RL step, repro_cpu cold start (2 prompts x 4 rollouts): the reference in line or beside")
-@pytest.mark.parametrize("beside", [False, True], ids=["in_line", "beside"])
-def test_rl_step_reference_beside_the_update(benchmark, tmp_path, monkeypatch, beside):
+@pytest.mark.benchmark(group="RL step, repro_cpu cold start (2 prompts x 4 rollouts): the update on one or two threads")
+@pytest.mark.parametrize("pipelined", [False, True], ids=["one_thread", "pipelined"])
+def test_rl_step_pipelined_update(benchmark, tmp_path, monkeypatch, pipelined):
     if not (REPRO_COLDSTART / "config.json").is_file():
         pytest.skip(f"the committed repro cold start is not at {REPRO_COLDSTART}")
-    monkeypatch.setattr(trainer_module, "beside", lambda device: beside)
+    monkeypatch.setattr(trainer_module, "pipelines", lambda device: pipelined)
     cfg = load_recipe("repro_cpu", [f"model.path={REPRO_COLDSTART}", "perception.steps=0", "sft.steps=0",
                                     "data.synth_n=8", "data.heldout_n=0"])  # fmt: skip
     trainer = Trainer(cfg, tmp_path / "repro", progress=False)

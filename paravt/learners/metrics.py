@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 METRIC_KEYS = (
     "step", "reward_mean", "reward_std", "accuracy", "format_reward", "format_compliance",
     "tool_calls_per_rollout", "parallel_calls_per_turn", "frame_budget_mean", "kl", "loss", "clip_fraction",
-    "entropy", "tokens_per_s", "rollout_s", "reference_s", "reference_wait_s", "update_s", "train_tokens", "train_tokens_per_s",
+    "entropy", "tokens_per_s", "rollout_s", "reference_s", "update_s", "train_tokens", "train_tokens_per_s",
     "peak_memory_mb", "wall_s",
 )  # fmt: skip
 

@@ -23,7 +23,6 @@ class StepClock:
         self.device = device
         self.start = self.last = self._now()
         self.reference_s = 0.0
-        self.waited_s: float | None = None  # set when the reference runs beside the update (``waiting``)
 
     def _now(self) -> float:
         if self.cuda:
@@ -45,28 +44,15 @@ class StepClock:
         finally:
             self.reference_s += self._now() - t0
 
-    @contextlib.contextmanager
-    def waiting(self) -> Iterator[None]:
-        """Charge the enclosed wait for reference passes that run beside the update (``ReferenceAhead``) to
-        ``reference_wait_s``: the part of the step's wall time the reference costs it."""
-        t0 = self._now()
-        try:
-            yield
-        finally:
-            self.waited_s = (self.waited_s or 0.0) + self._now() - t0
-
     def split(self, rollout_s: float, train_tokens: int) -> dict[str, float]:
         """The step's timing row: rollout / reference / update seconds, training tokens per second of update,
-        the wall time, and the peak memory (CUDA: the step's peak allocation; CPU: the process's peak RSS).
-        ``reference_s`` is the reference's passes' own time wherever they ran; ``reference_wait_s`` the part of
-        the wall time they cost (all of it where they ran in the update's thread); the update is the rest."""
+        the wall time, and the peak memory (CUDA: the step's peak allocation; CPU: the process's peak RSS)."""
         wall = self._now() - self.start
-        waited = self.reference_s if self.waited_s is None else self.waited_s
-        update = max(wall - rollout_s - waited, 0.0)
+        update = max(wall - rollout_s - self.reference_s, 0.0)
         if self.cuda:
             peak = torch.cuda.max_memory_allocated(self.device) / 2**20
         else:
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        return {"rollout_s": rollout_s, "reference_s": self.reference_s, "reference_wait_s": waited, "update_s": update,
+        return {"rollout_s": rollout_s, "reference_s": self.reference_s, "update_s": update,
                 "train_tokens": train_tokens, "train_tokens_per_s": train_tokens / max(update, 1e-9),
                 "peak_memory_mb": peak, "wall_s": wall}  # fmt: skip

@@ -18,7 +18,6 @@ import json
 import logging
 import random
 import statistics
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ from paravt.learners.grpo import (
 from paravt.learners.interrupts import commit_section, raise_if_requested
 from paravt.learners.metrics import CurvesFile, MetricSinks, read_jsonl, rollout_metrics
 from paravt.learners.optim import adamw
-from paravt.learners.reference_ahead import ReferenceAhead, beside
+from paravt.learners.pipelined_update import pipelined_gradients, pipelines
 from paravt.learners.rollout import run_batch
 from paravt.learners.run_setup import (
     env_config,
@@ -308,37 +307,15 @@ class Trainer:
         chunks = [[units[i] for i in rows] for rows, _prefix in prompt_groups(
             self.policy, [u.trajectory.encoded for u in units], [u.trajectory.loss_mask for u in units],
             max_rows=step, max_tokens=cap)]  # fmt: skip
-        # the reference's passes of the chunks on the second core, ahead of the update (where they are not all done)
-        ahead = (ReferenceAhead(reference_logprobs, [[u.trajectory.encoded for u in c] for c in chunks])
-                 if cfg.grpo.kl_coef > 0 and not kl_in_reward(cfg) and beside(self.policy.device) else None)  # fmt: skip
-        try:
-            stats = self._descend(chunks, score, reference_logprobs, ahead, clock, kl_in_loss)
-        finally:
-            if ahead is not None:
-                ahead.close()
-        self.policy.model.eval()
-        if apply:
-            self._apply_gradients()
-        means = {k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()}
-        return {**means, "train_tokens": sum(len(u.trajectory.encoded.input_ids) for u in units)}
 
-    def _descend(self, chunks: list[list[Any]], score: Callable, reference_logprobs: Callable,
-                 ahead: ReferenceAhead | None, clock: StepClock, kl_in_loss: bool) -> dict[str, list[float]]:  # fmt: skip
-        """The update's gradients, one chunk of training units at a time (``update``'s loop): the policy's
-        log-probs with grad, the reference's (from ``ahead`` where it runs beside), the clipped loss, backward."""
-        cfg = self.cfg
-        self.policy.model.train()
-        self.optimizer.zero_grad()
-        stats: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}
-        for k, chunk in enumerate(chunks):
+        def chunk_loss(k: int) -> tuple[torch.Tensor, dict[str, list[float]]]:
+            """Chunk k's loss (the sum of its units' weighted losses) and its units' statistics."""
+            chunk = chunks[k]
             encoded = [u.trajectory.encoded for u in chunk]
             logps = score(encoded)
-            if ahead is not None:
-                with clock.waiting():
-                    refs = ahead.get(k)
-            else:
-                refs = reference_logprobs(encoded) if cfg.grpo.kl_coef > 0 else [None] * len(chunk)
+            refs = reference_logprobs(encoded) if cfg.grpo.kl_coef > 0 else [None] * len(chunk)
             total = torch.zeros((), device=logps[0].device)
+            part: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}
             for unit, logp, ref in zip(chunk, logps, refs, strict=True):
                 tr = unit.trajectory
                 mask = torch.tensor(tr.loss_mask[1:], dtype=torch.float32, device=logp.device)
@@ -351,12 +328,28 @@ class Trainer:
                     if kl_in_loss:
                         loss = loss + cfg.grpo.kl_coef * kl
                 total = total + unit.weight * loss
-                stats["loss"].append(float(loss.detach()))
-                stats["kl"].append(float(kl.detach()))
-                stats["clip_fraction"].append(diag["clip_fraction"])
-                stats["entropy"].append(float(-masked_mean(logp.detach(), mask)))  # sampled-token estimate
-            total.backward()
-        return stats
+                part["loss"].append(float(loss.detach()))
+                part["kl"].append(float(kl.detach()))
+                part["clip_fraction"].append(diag["clip_fraction"])
+                part["entropy"].append(float(-masked_mean(logp.detach(), mask)))  # sampled-token estimate
+            return total, part
+
+        self.policy.model.train()
+        self.optimizer.zero_grad()
+        if pipelines(self.policy.device):  # a chunk's backward pass beside the next chunk's forward passes
+            parts = pipelined_gradients(chunk_loss, len(chunks), [p for p in self.policy.model.parameters() if p.requires_grad])
+        else:
+            parts = []
+            for k in range(len(chunks)):
+                total, part = chunk_loss(k)
+                total.backward()
+                parts.append(part)
+        self.policy.model.eval()
+        if apply:
+            self._apply_gradients()
+        stats = {key: [x for part in parts for x in part[key]] for key in ("loss", "kl", "clip_fraction", "entropy")}
+        means = {k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()}
+        return {**means, "train_tokens": sum(len(u.trajectory.encoded.input_ids) for u in units)}
 
     def _apply_gradients(self) -> None:
         optimizer_step(self.policy.model, self.optimizer, self.cfg.optim.grad_clip)

@@ -19,7 +19,7 @@ FAST = ["sft.steps=4", "sft.episodes=6", "sft.batch=2", "rollout.group_size=2", 
         "rollout.max_new_tokens=16", "rollout.temperature=1.0", "data.synth_n=5", "perception.steps=3",
         "perception.videos=2", "perception.batch=2", "data.heldout_n=0", "save_every=50"]  # fmt: skip
 STEPS = "4"
-CLOCK = ("wall_s", "tokens_per_s", "rollout_s", "reference_s", "reference_wait_s", "update_s", "train_tokens_per_s", "peak_memory_mb")
+CLOCK = ("wall_s", "tokens_per_s", "rollout_s", "reference_s", "update_s", "train_tokens_per_s", "peak_memory_mb")
 
 
 def _rows(path):

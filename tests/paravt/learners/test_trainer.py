@@ -9,7 +9,7 @@ from paravt.learners.config import load_recipe  # noqa: E402
 
 KEYS = {"step", "reward_mean", "reward_std", "accuracy", "format_reward", "format_compliance", "tool_calls_per_rollout",
         "parallel_calls_per_turn", "frame_budget_mean", "kl", "loss", "clip_fraction", "entropy", "tokens_per_s", "wall_s",
-        "rollout_s", "reference_s", "reference_wait_s", "update_s", "train_tokens", "train_tokens_per_s", "peak_memory_mb"}  # fmt: skip
+        "rollout_s", "reference_s", "update_s", "train_tokens", "train_tokens_per_s", "peak_memory_mb"}  # fmt: skip
 FAST = ["sft.steps=10", "sft.episodes=4", "rollout.group_size=3", "rollout.prompts_per_step=2", "rollout.max_new_tokens=48", "data.synth_n=4",
         "perception.steps=3", "perception.videos=3", "data.heldout_n=2"]
 
