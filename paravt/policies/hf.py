@@ -17,7 +17,7 @@ sequences themselves (``Encoded``) and their batching (``length_buckets``) live 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +236,37 @@ class HFPolicy:
                     "max_new_tokens": self.max_new_tokens if max_new_tokens is None else int(max_new_tokens),
                     "think_prefix": self.think_prefix if think_prefix is None else bool(think_prefix)}  # fmt: skip
         return self.gather.submit(Turn(list(zip(prompts, keys, strict=True)), settings))
+
+    def generate_as_ready(
+        self, pairs: Iterable[tuple[Encoded, Any]], *, temperature: float | None = None,
+        max_new_tokens: int | None = None, think_prefix: bool | None = None,
+    ) -> list[Generation]:
+        """``generate_encoded`` of (prompt, session key) pairs that arrive one at a time (an iterator that waits
+        for each, as the trainer's rollouts yield a turn's prompts while their envs still run). The rollout
+        engine prefills each prompt as it arrives, so the work that makes the next one runs beside it, and decodes
+        the batch once the last has come: the same tokens and floats as ``generate_encoded`` of the whole list
+        (a prompt is prefilled alone either way). Generations come back in arrival order. Not through ``gather``:
+        for a caller with no episodes in flight; the ``generate`` engine, and a subclass with its own
+        ``generate_encoded``, read the whole list first and generate it there."""
+        settings = {"temperature": self.temperature if temperature is None else float(temperature),
+                    "max_new_tokens": self.max_new_tokens if max_new_tokens is None else int(max_new_tokens),
+                    "think_prefix": self.think_prefix if think_prefix is None else bool(think_prefix)}  # fmt: skip
+        # a subclass that generates its own way (a scripted policy, a user's override) is asked for the whole list
+        if self.engine != "cached" or type(self).generate_encoded is not HFPolicy.generate_encoded:
+            listed = list(pairs)
+            return self.generate_encoded([p for p, _ in listed], sessions=[k for _, k in listed], **settings)
+        arrived: list[Encoded] = []
+
+        def tap() -> Iterator[tuple[Encoded, Any]]:
+            for prompt, key in pairs:
+                arrived.append(prompt)
+                yield prompt, key
+
+        with self._lock, torch.no_grad():
+            rows = self.cached.generate_pairs(tap(), temperature=settings["temperature"], top_p=self.top_p,
+                                              max_new_tokens=settings["max_new_tokens"], batch_tokens=self.batch_tokens)  # fmt: skip
+            prefix = THINK_PREFIX if settings["think_prefix"] else ""
+            return [self._generation(*row, prefix, len(p.input_ids)) for row, p in zip(rows, arrived, strict=True)]
 
     def _run_turns(self, turns: list[Turn]) -> None:
         """Generate the gathered turns: those with the same settings in one batch."""

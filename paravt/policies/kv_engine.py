@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -149,11 +149,21 @@ class CachedGenerator:
         self, prompts: Sequence[Encoded], keys: Sequence[Hashable | None], *, temperature: float, top_p: float,
         max_new_tokens: int, batch_tokens: int | None,
     ) -> list[tuple[list[int], list[float], bool]]:
-        """Per prompt: the generated ids, their log-probs, and whether it stopped on an end token."""
+        """Per prompt: the generated ids, their log-probs, and whether it stopped on an end token. ``prompts`` and
+        ``keys`` may be iterators that yield as each prompt becomes ready (``HFPolicy.generate_as_ready``): each
+        prompt is prefilled as it arrives, alone, so what is computed does not depend on when it arrives."""
+        return self.generate_pairs(zip(prompts, keys, strict=True), temperature=temperature, top_p=top_p,
+                                   max_new_tokens=max_new_tokens, batch_tokens=batch_tokens)  # fmt: skip
+
+    def generate_pairs(
+        self, pairs: Iterable[tuple[Encoded, Hashable | None]], *, temperature: float, top_p: float,
+        max_new_tokens: int, batch_tokens: int | None,
+    ) -> list[tuple[list[int], list[float], bool]]:
+        """``generate`` of (prompt, key) pairs, read one at a time."""
         t0 = time.perf_counter()
         rows: list[_Row] = []
         same: dict[tuple, _Row] = {}  # a GRPO group's rollouts share their first prompt: prefilled once
-        for prompt, key in zip(prompts, keys, strict=True):
+        for prompt, key in pairs:
             images = self.vision.image_keys(prompt) if prompt.n_images else []
             identity = (tuple(prompt.input_ids), tuple(images))
             twin = same.get(identity)

@@ -229,3 +229,77 @@ def test_rollouts_through_serve_env_equal_in_process(tiny_qwen3, synth_small, st
             assert (a.input_ids, a.loss_mask, a.reward, a.breakdown, a.turns) == (b.input_ids, b.loss_mask, b.reward, b.breakdown, b.turns)
         for env in remote_envs:
             env.close()
+
+
+@pytest.mark.parametrize("scripted", [False, True], ids=["sampled", "scripted_two_turns"])
+def test_envs_beside_the_generation_give_the_episodes_of_envs_before_it(tiny_qwen3, synth_small, monkeypatch, scripted):
+    """``run_batch`` runs the envs on a thread of their own (``continuing``), each next prompt prefilled as it
+    comes; with the envs run first in the caller's thread, a step from the same seed is the same, token for token
+    and log-prob for log-prob: the random model's sampled first turns, and scripted episodes that crop and then
+    answer (the second turn's envs beside the generation)."""
+    import paravt.learners.rollout as rollout
+
+    _, samples = synth_small
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=24, temperature=1.0)
+    if scripted:
+        policy = ScriptedTurns(policy, TURNS)
+    options = [{"index": i} for i in (0, 0, 1, 1, 3)]
+    runs = {}
+
+    def before(work, order):  # every env's work first, in the caller's thread
+        yield from [i for i in order if work(i)]
+
+    for beside in (True, False):
+        if not beside:
+            monkeypatch.setattr(rollout, "continuing", before)
+        envs = [VideoToolEnv(samples, EnvConfig(frame_budget=4, crop_max_frames=4, max_turns=3)) for _ in options]
+        torch.manual_seed(3)
+        runs[beside] = rollout.run_batch(envs, policy, options)
+        for env in envs:
+            env.close()
+    for a, b in zip(runs[True], runs[False], strict=True):
+        assert a.input_ids == b.input_ids and a.logprobs == b.logprobs and a.loss_mask == b.loss_mask
+        assert a.reward == b.reward and a.turn_texts == b.turn_texts
+    assert all(t.turns == (2 if scripted else 1) for t in runs[True])
+    assert len({tuple(t.input_ids) for t in runs[True]}) == (3 if scripted else 5)  # sampled rows all differ
+
+
+def test_continuing_yields_in_order_what_goes_on_and_raises_what_failed():
+    import threading
+    import time
+
+    from paravt.learners.rollout import continuing
+
+    where = []
+
+    def work(i):
+        where.append(threading.current_thread().name)
+        time.sleep(0.01)
+        return i % 2 == 0
+
+    assert list(continuing(work, [4, 1, 2, 7, 0])) == [4, 2, 0]
+    assert set(where) == {"paravt-rollout-envs"}
+
+    def broken(i):
+        if i == 2:
+            raise RuntimeError("env 2 failed")
+        return True
+
+    seen = []
+    with pytest.raises(RuntimeError, match="env 2 failed"):
+        seen.extend(continuing(broken, [0, 1, 2, 3]))
+    assert seen == [0, 1]
+    started = []
+
+    def slow(i):
+        started.append(i)
+        time.sleep(0.02)
+        return True
+
+    stream = continuing(slow, list(range(50)))
+    assert next(stream) == 0
+    stream.close()  # a reader that stops: the thread stops after the env it is in
+    n = len(started)
+    time.sleep(0.1)
+    assert len(started) == n < 50
+

@@ -194,3 +194,41 @@ def test_a_failed_batch_raises_in_every_episode_that_waited_for_it(tiny_qwen3):
     for t in threads:
         t.join(timeout=60)
     assert len(errors) == 2
+
+
+def test_prompts_that_arrive_one_at_a_time_give_what_the_whole_list_gives(tiny_qwen3):
+    """``generate_as_ready``: each prompt prefilled as it arrives (here: late, from a slow producer), the batch
+    decoded after the last, the same draws and log-probs as ``generate_encoded`` of the list from the same seed;
+    a subclass with its own ``generate_encoded`` is asked for the list."""
+    import time
+
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=16, temperature=0.9)
+    prompts = [policy.encode(_conversation(2, seed=s)) for s in (1, 1, 2, 3)]  # two identical: prefilled once
+    keys = [("a", i) for i in range(4)]
+    torch.manual_seed(5)
+    whole = policy.generate_encoded(prompts, sessions=keys)
+    policy.new_step()
+
+    def slowly():
+        for p, k in zip(prompts, keys, strict=True):
+            time.sleep(0.02)
+            yield p, k
+
+    torch.manual_seed(5)
+    arrived = policy.generate_as_ready(slowly())
+    assert [g.token_ids for g in arrived] == [g.token_ids for g in whole]
+    assert [g.logprobs for g in arrived] == [g.logprobs for g in whole]
+    assert [g.prompt_tokens for g in arrived] == [len(p.input_ids) for p in prompts]
+
+    class Own(HFPolicy):
+        def __init__(self, base):
+            self.__dict__.update(base.__dict__)
+            self.asked = []
+
+        def generate_encoded(self, prompts, **kw):
+            self.asked.append((len(prompts), kw.get("sessions")))
+            return ["x"] * len(prompts)
+
+    own = Own(policy)
+    assert own.generate_as_ready(iter(zip(prompts[:2], keys[:2], strict=True))) == ["x", "x"]
+    assert own.asked == [(2, keys[:2])]
