@@ -12,10 +12,11 @@ checks the loss, the statistics and the weights after several steps, bit for bit
 
 * Each chunk's gradients are taken apart (``torch.autograd.grad``) and added into ``.grad`` in chunk order, as
   one ``backward`` after another accumulates them.
-* One forward pass at a time (a lock). Two forward passes of one model at once gave other gradients: a 6-step run
-  of ``repro_cpu`` matched the one-thread run for 4 steps and differed in the last bits of the fifth step's loss,
-  and not with the forward passes serialised (where in transformers' forward the two interfere was not found).
-  Serialised, they lose nothing measurable: the step took 22.4 s for 5 steps against 22.5 s unserialised.
+* One forward pass of a model at a time (``OneForwardAtATime``, which the chunk's loss takes around each pass):
+  the policy's forward of one chunk may run beside the reference's of another and beside a backward pass, never
+  beside another of the policy's. Two forward passes of one model at once gave other gradients: a 6-step run of
+  ``repro_cpu`` matched the one-thread run for 4 steps and differed in the last bits of the fifth step's loss,
+  and not with those passes serialised (where in transformers' forward the two interfere was not found).
 
 It runs only on a CPU with a core to spare (``pipelines``): where two threads of torch's count do not fit in the
 cores this process may use, they would wait on each other, and on a GPU the passes share one device.
@@ -41,19 +42,30 @@ def pipelines(device: torch.device) -> bool:
     return device.type == "cpu" and WORKERS * torch.get_num_threads() <= available_cpus()
 
 
+class OneForwardAtATime:
+    """A lock per model: ``with forwards.of(model):`` around a forward pass waits for any other pass of that model
+    to end (passes of different models run at once)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[int, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def of(self, model: Any) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(id(model), threading.Lock())
+
+
 def pipelined_gradients(chunk_loss: Callable[[int], tuple[torch.Tensor, Any]], n_chunks: int,
                         params: Sequence[torch.Tensor]) -> list[Any]:  # fmt: skip
-    """Run ``chunk_loss(k)`` (a chunk's forward passes: its loss and whatever else it returns) for k in
-    ``range(n_chunks)`` on ``WORKERS`` threads, one at a time, and differentiate each loss as its forward ends;
-    add each chunk's gradients into ``params``' ``.grad`` in chunk order. Returns the chunks' other results, in
-    order. An error in any chunk is raised here once the chunks already started have ended."""
-    forward = threading.Lock()
+    """Run ``chunk_loss(k)`` (a chunk's forward passes, each inside ``OneForwardAtATime``: its loss and whatever
+    else it returns) for k in ``range(n_chunks)`` on ``WORKERS`` threads, and differentiate each loss as its
+    forward passes end; add each chunk's gradients into ``params``' ``.grad`` in chunk order. Returns the chunks'
+    other results, in order. An error in any chunk is raised here once the chunks already started have ended."""
     threads = torch.get_num_threads()
 
     def run(k: int) -> tuple[tuple[torch.Tensor | None, ...], Any]:
         torch.set_num_threads(threads)  # the caller's count, in this thread too: the same kernels, the same floats
-        with forward:
-            loss, rest = chunk_loss(k)
+        loss, rest = chunk_loss(k)
         return torch.autograd.grad(loss, params, allow_unused=True), rest
 
     results = []

@@ -46,7 +46,10 @@ class StepClock:
 
     def split(self, rollout_s: float, train_tokens: int) -> dict[str, float]:
         """The step's timing row: rollout / reference / update seconds, training tokens per second of update,
-        the wall time, and the peak memory (CUDA: the step's peak allocation; CPU: the process's peak RSS)."""
+        the wall time, and the peak memory (CUDA: the step's peak allocation; CPU: the process's peak RSS).
+        ``reference_s`` is the reference's passes' own time; where the update is pipelined
+        (``paravt.learners.pipelined_update``) they run beside the policy's, so ``update_s``, the rest of the wall
+        time, is what the update cost beyond them."""
         wall = self._now() - self.start
         update = max(wall - rollout_s - self.reference_s, 0.0)
         if self.cuda:

@@ -38,7 +38,7 @@ from paravt.learners.grpo import (
 from paravt.learners.interrupts import commit_section, raise_if_requested
 from paravt.learners.metrics import CurvesFile, MetricSinks, read_jsonl, rollout_metrics
 from paravt.learners.optim import adamw
-from paravt.learners.pipelined_update import pipelined_gradients, pipelines
+from paravt.learners.pipelined_update import OneForwardAtATime, pipelined_gradients, pipelines
 from paravt.learners.rollout import run_batch
 from paravt.learners.run_setup import (
     env_config,
@@ -292,10 +292,12 @@ class Trainer:
                     out[i] = lp
             return out  # type: ignore[return-value]
 
+        forwards = OneForwardAtATime()  # the pipelined update's threads: one pass of a model at a time
+
         def reference_logprobs(encoded: list) -> list[torch.Tensor]:  # the KL in the reward's form needs them first
             todo = [e for e in encoded if id(e) not in computed]
             if todo:
-                with torch.no_grad(), clock.reference():
+                with forwards.of(self._reference()), torch.no_grad(), clock.reference():
                     computed.update({id(e): lp for e, lp in zip(todo, score(todo, self._reference(), reference_vision), strict=True)})
             return [computed[id(e)] for e in encoded]
 
@@ -312,7 +314,8 @@ class Trainer:
             """Chunk k's loss (the sum of its units' weighted losses) and its units' statistics."""
             chunk = chunks[k]
             encoded = [u.trajectory.encoded for u in chunk]
-            logps = score(encoded)
+            with forwards.of(self.policy.model):
+                logps = score(encoded)
             refs = reference_logprobs(encoded) if cfg.grpo.kl_coef > 0 else [None] * len(chunk)
             total = torch.zeros((), device=logps[0].device)
             part: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}

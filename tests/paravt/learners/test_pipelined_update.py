@@ -61,18 +61,20 @@ def test_gradients_are_added_in_chunk_order_as_backward_after_backward_adds_them
     sequential = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
     inside, most = [0], [0]
+    forwards = pu.OneForwardAtATime()
 
     def chunk_loss(k):
-        inside[0] += 1
-        most[0] = max(most[0], inside[0])
-        time.sleep(0.01)
-        loss = model(data[k]).pow(2).mean()
-        inside[0] -= 1
+        with forwards.of(model):
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            time.sleep(0.01)
+            loss = model(data[k]).pow(2).mean()
+            inside[0] -= 1
         return loss, (k, threading.current_thread().name)
 
     rest = pu.pipelined_gradients(chunk_loss, len(data), list(model.parameters()))
     assert [k for k, _ in rest] == list(range(5)) and all(name.startswith("paravt-update") for _, name in rest)
-    assert most[0] == 1  # one forward pass at a time
+    assert most[0] == 1  # one forward pass of the model at a time
     assert all(torch.equal(p.grad, g) for p, g in zip(model.parameters(), sequential, strict=True))
 
 
@@ -86,3 +88,14 @@ def test_an_error_in_a_chunk_reaches_the_update():
 
     with pytest.raises(RuntimeError, match="chunk 2 failed"):
         pu.pipelined_gradients(chunk_loss, len(data), list(model.parameters()))
+
+
+def test_one_forward_at_a_time_is_per_model():
+    forwards = pu.OneForwardAtATime()
+    a, b = object(), object()
+    assert forwards.of(a) is forwards.of(a) and forwards.of(a) is not forwards.of(b)
+    with forwards.of(a):
+        assert not forwards.of(a).acquire(blocking=False)  # another pass of a waits
+        assert forwards.of(b).acquire(blocking=False)  # a pass of b does not
+        forwards.of(b).release()
+
