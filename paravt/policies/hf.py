@@ -16,6 +16,8 @@ sequences themselves (``Encoded``) and their batching (``length_buckets``) live 
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -102,6 +104,8 @@ class HFPolicy:
         video_pad = tokenizer.convert_tokens_to_ids("<|video_pad|>")
         self.video_pad_id = video_pad if isinstance(video_pad, int) and video_pad != tokenizer.unk_token_id else None
         self._lock = threading.Lock()  # one generate() at a time: concurrent episodes share the weights
+        self._ending = threading.Lock()
+        self._ended: list[Any] = []  # session keys of ended episodes, dropped when the engine is free
         # A sampled image/video pad would claim pixels that do not exist and break the next forward pass.
         pads = [i for i in (tokenizer.convert_tokens_to_ids(t) for t in (IMAGE_PAD, "<|video_pad|>"))
                 if isinstance(i, int) and i >= 0 and i != tokenizer.unk_token_id]  # fmt: skip
@@ -255,6 +259,12 @@ class HFPolicy:
         if self.engine != "cached" or type(self).generate_encoded is not HFPolicy.generate_encoded:
             listed = list(pairs)
             return self.generate_encoded([p for p, _ in listed], sessions=[k for _, k in listed], **settings)
+        return self._generate_arriving(pairs, **settings)
+
+    def _generate_arriving(self, pairs: Iterable[tuple[Encoded, Any]], *, temperature: float, max_new_tokens: int,
+                           think_prefix: bool) -> list[Generation]:  # fmt: skip
+        """The rollout engine on (prompt, key) pairs read as they arrive: each prefilled on arrival, the batch
+        decoded after the last; generations in arrival order."""
         arrived: list[Encoded] = []
 
         def tap() -> Iterator[tuple[Encoded, Any]]:
@@ -262,31 +272,36 @@ class HFPolicy:
                 arrived.append(prompt)
                 yield prompt, key
 
-        with self._lock, torch.no_grad():
-            rows = self.cached.generate_pairs(tap(), temperature=settings["temperature"], top_p=self.top_p,
-                                              max_new_tokens=settings["max_new_tokens"], batch_tokens=self.batch_tokens)  # fmt: skip
-            prefix = THINK_PREFIX if settings["think_prefix"] else ""
-            return [self._generation(*row, prefix, len(p.input_ids)) for row, p in zip(rows, arrived, strict=True)]
+        with self._engine():
+            rows = self.cached.generate_pairs(tap(), temperature=temperature, top_p=self.top_p,
+                                              max_new_tokens=max_new_tokens, batch_tokens=self.batch_tokens)  # fmt: skip
+        prefix = THINK_PREFIX if think_prefix else ""
+        return [self._generation(*row, prefix, len(p.input_ids)) for row, p in zip(rows, arrived, strict=True)]
 
-    def _run_turns(self, turns: list[Turn]) -> None:
-        """Generate the gathered turns: those with the same settings in one batch."""
-        groups: dict[tuple, list[Turn]] = {}
-        for t in turns:
-            groups.setdefault(tuple(sorted(t.settings.items())), []).append(t)
-        for group in groups.values():
-            rows = [row for t in group for row in t.prompts]
-            try:
-                gens = self._generate_now([p for p, _ in rows], [k for _, k in rows], **group[0].settings)
-            except Exception as exc:  # noqa: BLE001 - handed to each caller of this group
-                for t in group:
-                    t.error = exc
-                continue
-            for t in group:
-                t.results, gens = gens[: len(t.prompts)], gens[len(t.prompts) :]
+    def _run_turns(self, turns: Iterator[Turn]) -> None:
+        """Generate a gathered batch (``TurnGather``'s ``run``: turns of one settings, as they come): the rollout
+        engine prefills each turn's prompts as it arrives; the ``generate`` engine reads the whole batch first."""
+        first = next(turns, None)
+        if first is None:
+            return
+        taken: list[Turn] = []
+
+        def pairs() -> Iterator[tuple[Encoded, Any]]:
+            for t in itertools.chain([first], turns):
+                taken.append(t)
+                yield from t.prompts
+
+        if self.engine != "cached":
+            listed = list(pairs())
+            gens = self._generate_now([p for p, _ in listed], [k for _, k in listed], **first.settings)
+        else:
+            gens = self._generate_arriving(pairs(), **first.settings)
+        for t in taken:
+            t.results, gens = gens[: len(t.prompts)], gens[len(t.prompts) :]
 
     def _generate_now(self, prompts: Sequence[Encoded], keys: Sequence[Any], *, temperature: float,
                       max_new_tokens: int, think_prefix: bool) -> list[Generation]:  # fmt: skip
-        with self._lock, torch.no_grad():
+        with self._engine():
             prefix = THINK_PREFIX if think_prefix else ""
             if self.engine == "generate":
                 out: list[Generation | None] = [None] * len(prompts)
@@ -300,8 +315,33 @@ class HFPolicy:
             return [self._generation(*row, prefix, len(p.input_ids)) for row, p in zip(rows, prompts, strict=True)]
 
     def end_sessions(self, keys: Sequence[Any]) -> None:
-        """The episodes under these session keys ended: their caches are dropped."""
-        with self._lock:
+        """The episodes under these session keys ended: their caches are dropped, now if the engine is free, else
+        as the running generation ends (a streamed batch waits for the episodes in flight: one that ends must not
+        wait for that batch)."""
+        with self._ending:
+            self._ended.extend(keys)
+        if self._lock.acquire(blocking=False):
+            try:
+                self._drop_ended()
+            finally:
+                self._lock.release()
+
+    @contextlib.contextmanager
+    def _engine(self) -> Iterator[None]:
+        """The model, for one generation: one at a time, without grad, the ended episodes' caches dropped before
+        and after it."""
+        with self._lock, torch.no_grad():
+            self._drop_ended()
+            try:
+                yield
+            finally:
+                self._drop_ended()
+
+    def _drop_ended(self) -> None:
+        """Drop the caches of the ended episodes (with ``_lock`` held)."""
+        with self._ending:
+            keys, self._ended = self._ended, []
+        if keys:
             self.cached.end(keys)
 
     def new_step(self) -> None:

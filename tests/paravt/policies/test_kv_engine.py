@@ -173,7 +173,54 @@ def test_turns_of_episodes_in_flight_are_generated_as_one_batch(tiny_qwen3):
     assert policy.gather.batches[-1] == len(prompts)
 
 
-def test_a_failed_batch_raises_in_every_episode_that_waited_for_it(tiny_qwen3):
+def test_a_batch_begins_with_the_first_turn_and_closes_when_every_episode_in_flight_has_one_in_it(tiny_qwen3, monkeypatch):
+    """The streamed gather: the first episode's prompt is prefilled while the others still step (here: sleep)
+    before asking; the batch holds every episode's turn and gives what each prompt alone gives; an episode that
+    ends while a batch is open does not hold it (its cache is dropped when the engine is free)."""
+    import time
+
+    policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=8, temperature=0.0)
+    prompts = [policy.encode(_conversation(n, seed=n)) for n in (1, 2, 3)]
+    alone = [policy.generate_encoded([p])[0].token_ids for p in prompts]
+    events: list[tuple[str, int]] = []
+    real = policy.cached._prefill
+
+    def prefill(prompt, key, images):
+        events.append(("prefill", next(i for i, p in enumerate(prompts) if p is prompt)))
+        return real(prompt, key, images)
+
+    monkeypatch.setattr(policy.cached, "_prefill", prefill)
+    entered = threading.Barrier(len(prompts) + 1)
+    results: dict[int, list[int]] = {}
+
+    def play(i: int) -> None:
+        with policy.gather.episode():
+            entered.wait()
+            time.sleep(0.3 * i)  # episode i's env step takes 0.3 i s
+            events.append(("ask", i))
+            results[i] = policy.generate_encoded([prompts[i]], sessions=[("ep", i)])[0].token_ids
+
+    def ends_early() -> None:  # an episode in flight that finishes instead of asking
+        with policy.gather.episode():
+            entered.wait()
+            time.sleep(0.1)
+            policy.end_sessions([("gone", 0)])
+
+    threads = [threading.Thread(target=play, args=(i,)) for i in range(len(prompts))]
+    threads.append(threading.Thread(target=ends_early))
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert time.monotonic() - started < policy.gather.max_wait_s + 1.5  # nobody waited out the gather's deadline
+    assert [results[i] for i in range(len(prompts))] == alone
+    assert policy.gather.batches[-1] == len(prompts)
+    assert events.index(("prefill", 0)) < events.index(("ask", 2))  # the first prompt went in before the last asked
+    assert ("ep", 0) in policy.cached.sessions and not policy._ended
+
+
+def test_a_failed_batch_raises_in_every_episode_whose_turn_it_held(tiny_qwen3):
     policy = HFPolicy.from_pretrained(tiny_qwen3, max_new_tokens=4, temperature=0.0)
     bad = policy.encode(_conversation(1))
     bad.input_ids = bad.input_ids[:-3] + [policy.image_pad_id] * 3  # pads without pixels: the forward pass fails
@@ -193,7 +240,9 @@ def test_a_failed_batch_raises_in_every_episode_that_waited_for_it(tiny_qwen3):
         t.start()
     for t in threads:
         t.join(timeout=60)
-    assert len(errors) == 2
+    assert not any(t.is_alive() for t in threads)
+    # the bad turn's batch raised in each episode whose turn it held: both turns in it, or the other's in the next
+    assert (len(errors) == 2 and policy.gather.batches == [2]) or (len(errors) == 1 and policy.gather.batches == [1, 1])
 
 
 def test_prompts_that_arrive_one_at_a_time_give_what_the_whole_list_gives(tiny_qwen3):
