@@ -131,8 +131,14 @@ def run_batch(
     while live:
         ready = continuing(work, live) if beside else iter([i for i in live if work(i)])
         turn: list[int] = []  # the episodes that go on, in the order their prompts were generated
+
+        def prompts(ready: Iterator[int] = ready, turn: list[int] = turn) -> Iterator[tuple[Any, Any]]:
+            for i in ready:
+                turn.append(i)
+                yield builders[i].encoded, keys[i]
+
         try:
-            gens = policy.generate_as_ready((builders[i].encoded, keys[i]) for i in ready if not turn.append(i))
+            gens = policy.generate_as_ready(prompts())
         finally:
             if beside:
                 ready.close()  # an error in the generation: the envs' thread stops too

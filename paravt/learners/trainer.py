@@ -304,8 +304,9 @@ class Trainer:
         units = training_units(groups, cfg, reference_logprobs)
         kl_in_loss = cfg.grpo.kl_coef > 0 and not kl_in_reward(cfg)  # in the reward form it is in the advantages
 
-        # Update: one PPO-clipped step, forward/backward one group of trajectories at a time: a prompt's rollouts
-        # together, its prompt once (``optim.micro_batch`` rows, ``optim.micro_batch_tokens`` tokens), the rest alone.
+        # Update: one PPO-clipped step, forward/backward by chunks: a prompt's rollouts together, its prompt once
+        # (``optim.micro_batch`` rows, ``optim.micro_batch_tokens`` tokens), the rest alone; two chunks at a time
+        # where a core is free (``pipelined_update``: the same gradients, added in chunk order).
         chunks = [[units[i] for i in rows] for rows, _prefix in prompt_groups(
             self.policy, [u.trajectory.encoded for u in units], [u.trajectory.loss_mask for u in units],
             max_rows=step, max_tokens=cap)]  # fmt: skip

@@ -273,7 +273,7 @@ class HFPolicy:
                 yield prompt, key
 
         with self._engine():
-            rows = self.cached.generate_pairs(tap(), temperature=temperature, top_p=self.top_p,
+            rows = self.cached.generate(tap(), temperature=temperature, top_p=self.top_p,
                                               max_new_tokens=max_new_tokens, batch_tokens=self.batch_tokens)  # fmt: skip
         prefix = THINK_PREFIX if think_prefix else ""
         return [self._generation(*row, prefix, len(p.input_ids)) for row, p in zip(rows, arrived, strict=True)]
@@ -292,27 +292,23 @@ class HFPolicy:
                 yield from t.prompts
 
         if self.engine != "cached":
-            listed = list(pairs())
-            gens = self._generate_now([p for p, _ in listed], [k for _, k in listed], **first.settings)
+            gens = self._generate_whole([p for p, _ in pairs()], **first.settings)
         else:
             gens = self._generate_arriving(pairs(), **first.settings)
         for t in taken:
             t.results, gens = gens[: len(t.prompts)], gens[len(t.prompts) :]
 
-    def _generate_now(self, prompts: Sequence[Encoded], keys: Sequence[Any], *, temperature: float,
-                      max_new_tokens: int, think_prefix: bool) -> list[Generation]:  # fmt: skip
+    def _generate_whole(self, prompts: Sequence[Encoded], *, temperature: float, max_new_tokens: int,
+                        think_prefix: bool) -> list[Generation]:  # fmt: skip
+        """The ``generate`` engine: ``model.generate`` on left-padded batches of similar length."""
         with self._engine():
             prefix = THINK_PREFIX if think_prefix else ""
-            if self.engine == "generate":
-                out: list[Generation | None] = [None] * len(prompts)
-                for bucket in length_buckets([len(p.input_ids) for p in prompts], max_tokens=self.batch_tokens):
-                    rows = self._hf_generate([prompts[i] for i in bucket], temperature, max_new_tokens)
-                    for i, row in zip(bucket, rows, strict=True):
-                        out[i] = self._generation(*row, prefix, len(prompts[i].input_ids))
-                return out  # type: ignore[return-value]
-            rows = self.cached.generate(prompts, keys, temperature=temperature, top_p=self.top_p,
-                                        max_new_tokens=max_new_tokens, batch_tokens=self.batch_tokens)  # fmt: skip
-            return [self._generation(*row, prefix, len(p.input_ids)) for row, p in zip(rows, prompts, strict=True)]
+            out: list[Generation | None] = [None] * len(prompts)
+            for bucket in length_buckets([len(p.input_ids) for p in prompts], max_tokens=self.batch_tokens):
+                rows = self._hf_generate([prompts[i] for i in bucket], temperature, max_new_tokens)
+                for i, row in zip(bucket, rows, strict=True):
+                    out[i] = self._generation(*row, prefix, len(prompts[i].input_ids))
+            return out  # type: ignore[return-value]
 
     def end_sessions(self, keys: Sequence[Any]) -> None:
         """The episodes under these session keys ended: their caches are dropped, now if the engine is free, else

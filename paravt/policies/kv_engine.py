@@ -146,20 +146,13 @@ class CachedGenerator:
 
     # --- generation -----------------------------------------------------------------------------------------
     def generate(
-        self, prompts: Sequence[Encoded], keys: Sequence[Hashable | None], *, temperature: float, top_p: float,
-        max_new_tokens: int, batch_tokens: int | None,
-    ) -> list[tuple[list[int], list[float], bool]]:
-        """Per prompt: the generated ids, their log-probs, and whether it stopped on an end token. ``prompts`` and
-        ``keys`` may be iterators that yield as each prompt becomes ready (``HFPolicy.generate_as_ready``): each
-        prompt is prefilled as it arrives, alone, so what is computed does not depend on when it arrives."""
-        return self.generate_pairs(zip(prompts, keys, strict=True), temperature=temperature, top_p=top_p,
-                                   max_new_tokens=max_new_tokens, batch_tokens=batch_tokens)  # fmt: skip
-
-    def generate_pairs(
         self, pairs: Iterable[tuple[Encoded, Hashable | None]], *, temperature: float, top_p: float,
         max_new_tokens: int, batch_tokens: int | None,
     ) -> list[tuple[list[int], list[float], bool]]:
-        """``generate`` of (prompt, key) pairs, read one at a time."""
+        """Per (prompt, session key) pair: the generated ids, their log-probs, and whether it stopped on an end
+        token. ``pairs`` may be an iterator that yields as each prompt becomes ready (``HFPolicy``'s gathered
+        turns and ``generate_as_ready``): each prompt is prefilled as it arrives, alone, so what is computed does
+        not depend on when it arrives; the batch decodes after the last."""
         t0 = time.perf_counter()
         rows: list[_Row] = []
         same: dict[tuple, _Row] = {}  # a GRPO group's rollouts share their first prompt: prefilled once
