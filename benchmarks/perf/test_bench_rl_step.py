@@ -130,16 +130,24 @@ def test_rl_step_batched_compact(benchmark, tmp_path, checkpoint):
 def test_rl_step_on_the_second_core(benchmark, tmp_path, monkeypatch, second_core):
     if not (REPRO_COLDSTART / "config.json").is_file():
         pytest.skip(f"the committed repro cold start is not at {REPRO_COLDSTART}")
+    import paravt.learners.rollout as rollout
+
     if not second_core:
-        import paravt.learners.rollout as rollout
 
         def before(work, order):  # every env's work first, in the caller's thread
             yield from [i for i in order if work(i)]
 
         monkeypatch.setattr(trainer_module, "pipelines", lambda device: False)
         monkeypatch.setattr(rollout, "continuing", before)
-    cfg = load_recipe("repro_cpu", [f"model.path={REPRO_COLDSTART}", "perception.steps=0", "sft.steps=0",
-                                    "data.synth_n=8", "data.heldout_n=0"])  # fmt: skip
-    trainer = Trainer(cfg, tmp_path / "repro", progress=False)
-    trainer._reference()
-    _run(benchmark, trainer, trainer.rl_step)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the trainer's --threads 1: the second core is free for the pipelined update
+    try:
+        cfg = load_recipe("repro_cpu", [f"model.path={REPRO_COLDSTART}", "perception.steps=0", "sft.steps=0",
+                                        "data.synth_n=8", "data.heldout_n=0"])  # fmt: skip
+        trainer = Trainer(cfg, tmp_path / "repro", progress=False)
+        trainer._reference()
+        if second_core and not trainer_module.pipelines(trainer.policy.device):
+            pytest.skip("no second core here: the update would not pipeline")
+        _run(benchmark, trainer, trainer.rl_step)
+    finally:
+        torch.set_num_threads(threads)
