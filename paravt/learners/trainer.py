@@ -60,6 +60,9 @@ from paravt_env.memory import freeze_survivors, release_free_memory, thaw_surviv
 
 logger = logging.getLogger(__name__)
 
+UPDATE_STATS = ("loss", "kl", "clip_fraction", "entropy")
+"""Per trained trajectory, what the update records (their means go into the step's row)."""
+
 
 
 # --- the trainer ------------------------------------------------------------------------------------------
@@ -319,7 +322,7 @@ class Trainer:
                 logps = score(encoded)
             refs = reference_logprobs(encoded) if cfg.grpo.kl_coef > 0 else [None] * len(chunk)
             total = torch.zeros((), device=logps[0].device)
-            part: dict[str, list[float]] = {"loss": [], "kl": [], "clip_fraction": [], "entropy": []}
+            part: dict[str, list[float]] = {key: [] for key in UPDATE_STATS}
             for unit, logp, ref in zip(chunk, logps, refs, strict=True):
                 tr = unit.trajectory
                 mask = torch.tensor(tr.loss_mask[1:], dtype=torch.float32, device=logp.device)
@@ -351,7 +354,7 @@ class Trainer:
         self.policy.model.eval()
         if apply:
             self._apply_gradients()
-        stats = {key: [x for part in parts for x in part[key]] for key in ("loss", "kl", "clip_fraction", "entropy")}
+        stats = {key: [x for part in parts for x in part[key]] for key in UPDATE_STATS}
         means = {k: (statistics.fmean(v) if v else 0.0) for k, v in stats.items()}
         return {**means, "train_tokens": sum(len(u.trajectory.encoded.input_ids) for u in units)}
 
@@ -408,10 +411,10 @@ class Trainer:
         if selects(self.cfg, total):  # the videos the run selects its checkpoint on, where it reaches a candidate
             write_validation(self.cfg, self.out, progress=self.progress)
         self.cold_start()
-        release_free_memory(collect=True)  # the cold start's examples and episodes are gone: give their pages back
         if self.cfg.grpo.kl_coef > 0:
             self._reference()
-        freeze_survivors()  # the per-step collection below then scans only what a step allocates
+        freeze_survivors()  # collected first; the per-step collection below then scans only what a step allocates
+        release_free_memory()  # the cold start's examples and episodes are gone: give their pages back
         history = read_jsonl(self.metrics_path)  # the curves draw every step of the run
         rows: list[dict[str, Any]] = []  # the steps of this call
         bar = progress_bar(total, "train", self.progress, initial=self.step)

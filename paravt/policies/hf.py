@@ -236,10 +236,14 @@ class HFPolicy:
         keys = list(sessions) if sessions is not None else [None] * len(prompts)
         if len(keys) != len(prompts):
             raise ValueError(f"generate_encoded: {len(prompts)} prompts but {len(keys)} session keys")
-        settings = {"temperature": self.temperature if temperature is None else float(temperature),
-                    "max_new_tokens": self.max_new_tokens if max_new_tokens is None else int(max_new_tokens),
-                    "think_prefix": self.think_prefix if think_prefix is None else bool(think_prefix)}  # fmt: skip
+        settings = self._settings(temperature, max_new_tokens, think_prefix)
         return self.gather.submit(Turn(list(zip(prompts, keys, strict=True)), settings))
+
+    def _settings(self, temperature: float | None, max_new_tokens: int | None, think_prefix: bool | None) -> dict[str, Any]:
+        """A call's generation settings: its overrides, else the policy's own."""
+        return {"temperature": self.temperature if temperature is None else float(temperature),
+                "max_new_tokens": self.max_new_tokens if max_new_tokens is None else int(max_new_tokens),
+                "think_prefix": self.think_prefix if think_prefix is None else bool(think_prefix)}  # fmt: skip
 
     def generate_as_ready(
         self, pairs: Iterable[tuple[Encoded, Any]], *, temperature: float | None = None,
@@ -252,9 +256,7 @@ class HFPolicy:
         (a prompt is prefilled alone either way). Generations come back in arrival order. Not through ``gather``:
         for a caller with no episodes in flight; the ``generate`` engine, and a subclass with its own
         ``generate_encoded``, read the whole list first and generate it there."""
-        settings = {"temperature": self.temperature if temperature is None else float(temperature),
-                    "max_new_tokens": self.max_new_tokens if max_new_tokens is None else int(max_new_tokens),
-                    "think_prefix": self.think_prefix if think_prefix is None else bool(think_prefix)}  # fmt: skip
+        settings = self._settings(temperature, max_new_tokens, think_prefix)
         # a subclass that generates its own way (a scripted policy, a user's override) is asked for the whole list
         if self.engine != "cached" or type(self).generate_encoded is not HFPolicy.generate_encoded:
             listed = list(pairs)
